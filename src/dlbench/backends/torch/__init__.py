@@ -1,0 +1,23 @@
+"""PyTorch backend: torchvision ResNet-50 (v1.5) and VGG16, the CIFAR ResNet of He et al."""
+
+from __future__ import annotations
+
+from dlbench.config import JobConfig
+
+
+def build(job: JobConfig):
+    from dlbench.backends.torch.bench import TorchBench
+
+    return TorchBench(job)
+
+
+def versions() -> dict[str, str]:
+    import torch
+    import torchvision
+
+    out = {"torch": torch.__version__, "torchvision": torchvision.__version__}
+    if torch.cuda.is_available():
+        out["cuda"] = str(torch.version.cuda)
+        out["cudnn"] = str(torch.backends.cudnn.version())
+        out["gpu"] = torch.cuda.get_device_name(0)
+    return out

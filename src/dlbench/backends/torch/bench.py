@@ -1,0 +1,125 @@
+"""The PyTorch Bench: one model, optimizer, input source and precision on one device."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from dlbench.backends.base import BackendUnavailable
+from dlbench.backends.torch.models import build_model
+from dlbench.backends.torch.precision import DtypeProbe, TorchPrecision
+from dlbench.config import JobConfig
+
+
+def pick_device(requested: str) -> torch.device:
+    if requested == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda", 0)
+    if requested == "cuda":
+        raise BackendUnavailable("device=cuda: torch sees no CUDA GPU here; use device=cpu or device=auto")
+    return torch.device("cpu")
+
+
+class SyntheticSource:
+    """A batch of random inputs and labels made once on the device and reused every step."""
+
+    def __init__(self, job: JobConfig, device: torch.device, memory_format: torch.memory_format, dtype):
+        m = job.model
+        shape = (job.batch_size, m.channels, m.image_size, m.image_size)
+        gen = torch.Generator(device="cpu").manual_seed(0)
+        x = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+        self.x = x.contiguous(memory_format=memory_format)
+        self.y = torch.randint(0, m.num_classes, (job.batch_size,), generator=gen).to(device)
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.x, self.y
+
+    def close(self) -> None:
+        pass
+
+
+class TorchBench:
+    def __init__(self, job: JobConfig) -> None:
+        self.job = job
+        dev = pick_device(job.device)
+        self.device = str(dev)
+        self.dev = dev
+        self.samples_per_step = job.batch_size
+        self.prec = TorchPrecision(job.precision, dev)
+        # channels_last feeds NHWC tensor-core kernels on CUDA; on CPU it is no faster for these nets.
+        self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
+        model = build_model(job.model).to(device=dev, dtype=self.prec.param_dtype)
+        model = model.to(memory_format=self.memory_format)
+        self.train = job.mode == "train"
+        model.train(self.train)
+        self.model = model
+        self.probe = DtypeProbe(model)
+        self.run_model = torch.compile(model) if job.framework.compile else model
+        self.criterion = nn.CrossEntropyLoss()
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if self.train else None
+        self.source = SyntheticSource(job, dev, self.memory_format, self.prec.param_dtype)
+        self._loss: torch.Tensor | None = None
+        self._wait = 0.0
+        if dev.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+            torch.cuda.reset_peak_memory_stats(dev)
+
+    def _batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        t = time.perf_counter()
+        batch = self.source.next()
+        self._wait += time.perf_counter() - t
+        return batch
+
+    def step(self) -> None:
+        x, y = self._batch()
+        if not self.train:
+            with torch.inference_mode(), self.prec.autocast():
+                self.run_model(x)
+            return
+        with self.prec.autocast():
+            loss = self.criterion(self.run_model(x), y)
+        self.opt.zero_grad(set_to_none=True)
+        scaler = self.prec.scaler
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(self.opt)
+            scaler.update()
+        else:
+            loss.backward()
+            self.opt.step()
+        self._loss = loss.detach()
+
+    def sync(self) -> None:
+        if self.dev.type == "cuda":
+            torch.cuda.synchronize(self.dev)
+
+    def loss(self) -> float | None:
+        return float(self._loss) if self._loss is not None else None
+
+    def data_wait_s(self) -> float:
+        return self._wait
+
+    def memory(self) -> int | None:
+        return torch.cuda.max_memory_allocated(self.dev) if self.dev.type == "cuda" else None
+
+    def precision_report(self) -> dict[str, Any]:
+        seen = self.probe.seen
+        return {
+            "compute_dtype": seen.get("conv", "unknown"),
+            "matmul_dtype": seen.get("matmul", "unknown"),
+            "param_dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
+            "memory_format": "channels_last" if self.memory_format == torch.channels_last else "contiguous",
+            "compiled": bool(self.job.framework.compile),
+            **self.prec.flags(),
+        }
+
+    def params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def close(self) -> None:
+        self.probe.remove()
+        self.source.close()

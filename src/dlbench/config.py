@@ -1,0 +1,179 @@
+"""The job configuration: one schema for Hydra (validation) and for the worker (plain dataclasses).
+
+Hydra composes `conf/` on top of these dataclasses, so an unknown key or a value of the wrong type
+fails at composition with Hydra's own message. `validate()` adds the checks a schema cannot express.
+This module imports neither Hydra nor a framework: the worker builds a `JobConfig` from JSON with
+`JobConfig.from_dict`. Hydra registration lives in `register_configs()`, imported lazily.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+FRAMEWORKS = ("torch", "tf", "mxnet")
+MODES = ("train", "infer", "data")
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+class ConfigError(ValueError):
+    """A configuration a job cannot run with; its message is one line naming the key and the fix."""
+
+
+@dataclass
+class FrameworkConfig:
+    name: str = "torch"
+    # Interpreter that runs this framework's worker; null = the interpreter running dlbench.
+    python: str | None = None
+    compile: bool = False  # torch: wrap the model in torch.compile
+    xla: bool = False  # tf: jit_compile the train/infer step
+    hybridize: bool = True  # mxnet: hybridize the Gluon block
+
+
+@dataclass
+class ModelConfig:
+    name: str = "resnet50"
+    task: str = "classification"
+    image_size: int = 224
+    channels: int = 3
+    num_classes: int = 1000
+    batch_size: int = 64  # per-model default; schedule.batch_size overrides
+    depth: int | None = None  # resnet_cifar: 6n+2 layers (56 = ResNet-56)
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "synthetic"
+    path: str | None = None
+    format: str | None = None  # folder | tfrecord | recordio (real datasets)
+
+
+@dataclass
+class PrecisionConfig:
+    name: str = "fp32"
+    autocast: bool = False  # mixed precision: float32 weights, reduced-precision compute
+    dtype: str = "float32"  # compute dtype on CUDA
+    cpu_dtype: str = "float32"  # compute dtype on CPU (fp16 autocast has no fast CPU kernels)
+    loss_scale: str = "none"  # none | dynamic (applies when the compute dtype is float16)
+    allow_tf32: bool = False  # TF32 tensor-core math for float32 matmul/conv on Ampere+
+
+
+@dataclass
+class ScheduleConfig:
+    warmup_steps: int = 20
+    steps_per_window: int = 20
+    windows: int = 10
+    batch_size: int | None = None  # null = model.batch_size
+    repeats: int = 1
+
+
+@dataclass
+class TelemetryConfig:
+    enabled: bool = True
+    interval_s: float = 0.1
+
+
+@dataclass
+class TrackingConfig:
+    # null = $MLFLOW_TRACKING_URI, else sqlite:///<project root>/mlflow.db
+    uri: str | None = None
+    experiment: str = "dlbench"
+
+
+@dataclass
+class DebugConfig:
+    # Fault injection for the failure paths' tests: "abort" makes the worker abort (SIGABRT) at its
+    # first timed step. Never set in a real run.
+    fault: str | None = None
+
+
+@dataclass
+class JobConfig:
+    framework: FrameworkConfig = field(default_factory=FrameworkConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    debug: DebugConfig = field(default_factory=DebugConfig)
+    mode: str = "train"
+    device: str = "auto"
+    # Whole-job limit (start to end). FP32 cuDNN autotuning alone has taken minutes on big GPUs.
+    timeout_s: float = 3600.0
+    fail_fast: bool = False
+
+    @property
+    def batch_size(self) -> int:
+        return self.schedule.batch_size or self.model.batch_size
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobConfig:
+        """Build from a plain (resolved) dict, ignoring keys the schema does not know (e.g. hydra)."""
+        return _from_dict(cls, data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        sub = _dataclass_type(f)
+        kwargs[f.name] = _from_dict(sub, value or {}) if sub else value
+    return cls(**kwargs)
+
+
+def _dataclass_type(f: dataclasses.Field) -> type | None:
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        made = f.default_factory()  # type: ignore[misc]
+        return type(made) if dataclasses.is_dataclass(made) else None
+    return None
+
+
+def validate(job: JobConfig) -> None:
+    """Raise ConfigError (one line: the key, the value, the fix) for a job that cannot run."""
+    checks = [
+        (job.framework.name in FRAMEWORKS, f"framework.name={job.framework.name!r}: use one of {FRAMEWORKS}"),
+        (job.mode in MODES, f"mode={job.mode!r}: use one of {MODES}"),
+        (job.device in DEVICES, f"device={job.device!r}: use one of {DEVICES}"),
+        (job.precision.dtype in DTYPES, f"precision.dtype={job.precision.dtype!r}: use one of {DTYPES}"),
+        (job.precision.cpu_dtype in DTYPES, f"precision.cpu_dtype={job.precision.cpu_dtype!r}: use one of {DTYPES}"),
+        (job.precision.loss_scale in ("none", "dynamic"), "precision.loss_scale: use none or dynamic"),
+        (job.batch_size >= 1, f"batch size {job.batch_size}: set schedule.batch_size to 1 or more"),
+        (job.schedule.warmup_steps >= 0, "schedule.warmup_steps: must be 0 or more"),
+        (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
+        (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
+        (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
+        (job.model.image_size >= 8, f"model.image_size={job.model.image_size}: must be 8 or more"),
+        (job.model.num_classes >= 2, "model.num_classes: must be 2 or more"),
+        (job.telemetry.interval_s > 0, "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)"),
+        (job.timeout_s > 0, "timeout_s: must be > 0"),
+        (job.debug.fault in (None, "abort"), "debug.fault: only null or abort"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    if job.dataset.name != "synthetic" and not job.dataset.path:
+        raise ConfigError(f"dataset={job.dataset.name} needs dataset.path (a folder with the data)")
+
+
+def register_configs() -> None:
+    """Register the schema with Hydra so every yaml under conf/ is validated against it."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="dlbench_schema", node=JobConfig)
+    for group, node in (
+        ("framework", FrameworkConfig),
+        ("model", ModelConfig),
+        ("dataset", DatasetConfig),
+        ("precision", PrecisionConfig),
+        ("tracking", TrackingConfig),
+    ):
+        cs.store(group=group, name=f"{group}_schema", node=node)

@@ -1,0 +1,48 @@
+"""Facts about the machine and the code that a result depends on (tags and environment.json)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def git_commit() -> str:
+    """HEAD of the project checkout, with '+dirty' when the tree has changes; 'unknown' outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head + ("+dirty" if dirty else "")) if head else "unknown"
+
+
+def host_facts() -> dict[str, str]:
+    mem = psutil.virtual_memory().total
+    return {
+        "host": socket.gethostname(),
+        "os": platform.platform(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": str(os.cpu_count()),
+        "mem_total_gib": f"{mem / 2**30:.1f}",
+        "python": sys.version.split()[0],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "(all)"),
+        "git_commit": git_commit(),
+    }

@@ -1,0 +1,46 @@
+"""What the user sees while a job runs: a live bar on a terminal, a log line per window otherwise."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+log = logging.getLogger("dlbench")
+
+
+class Progress:
+    def __init__(self, label: str, warmup_steps: int, windows: int, steps_per_window: int) -> None:
+        self.label = label
+        self.windows = windows
+        self.k = steps_per_window
+        self.total = warmup_steps + windows * steps_per_window
+        self._bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, desc=label, unit="step", dynamic_ncols=True, leave=True)
+
+    def message(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(text)
+        else:
+            log.info("%s: %s", self.label, text)
+
+    def warmup_step(self, step: int, of: int) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(f"warm-up {step}/{of}")
+        elif step == 1 or step == of:
+            log.info("%s: warm-up step %d/%d", self.label, step, of)
+
+    def window(self, index: int, throughput: float) -> None:
+        if self._bar is not None:
+            self._bar.update(self.k)
+            self._bar.set_postfix_str(f"{throughput:,.1f} samples/s")
+        else:
+            log.info("%s: window %d/%d: %.2f samples/s", self.label, index + 1, self.windows, throughput)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,119 @@
+"""Start, watch and stop one worker process.
+
+The worker runs in its own process group (so a kill reaches everything it started) with the job's
+interpreter; its stdout/stderr go to worker.log and its events come over a dedicated pipe.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dlbench.config import ConfigError
+from dlbench.events import EventReader
+
+SRC_DIR = Path(__file__).resolve().parents[1]
+
+
+class WorkerTimeout(RuntimeError):
+    pass
+
+
+class Worker:
+    def __init__(self, python: str, job_path: Path, log_path: Path) -> None:
+        self.python = python
+        self.job_path = job_path
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+        self._read_fd: int | None = None
+
+    def start(self) -> int:
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        # The worker may run under another interpreter that has no dlbench installed.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC_DIR), env.get("PYTHONPATH")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        cmd = [self.python, "-m", "dlbench.worker", "--job", str(self.job_path), "--events-fd", str(write_fd)]
+        try:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(write_fd,),
+                    start_new_session=True,
+                    env=env,
+                )
+        except (FileNotFoundError, PermissionError) as exc:
+            os.close(read_fd)
+            raise ConfigError(f"framework.python={self.python}: cannot run it ({exc.strerror})") from None
+        finally:
+            os.close(write_fd)
+        self._read_fd = read_fd
+        return self.proc.pid
+
+    def events(self, deadline: float) -> Iterator[dict[str, Any]]:
+        """Yield events until the worker closes the pipe or exits; WorkerTimeout past `deadline`
+        (a time.monotonic() value)."""
+        assert self.proc is not None and self._read_fd is not None
+        reader = EventReader()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WorkerTimeout
+            ready, _, _ = select.select([self._read_fd], [], [], min(remaining, 0.5))
+            if ready:
+                chunk = os.read(self._read_fd, 1 << 16)
+                if not chunk:
+                    return
+                yield from reader.feed(chunk)
+            elif self.proc.poll() is not None:
+                return  # exited; a grandchild may still hold the pipe open
+
+    def wait(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.proc.wait()
+
+    def kill(self, grace_s: float = 3.0) -> None:
+        """SIGTERM the worker's process group, then SIGKILL what is left after `grace_s`."""
+        if self.proc is None:
+            return
+        pgid = self.proc.pid  # start_new_session: the worker leads its own group
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            if not _group_alive(pgid):
+                break
+        self.close()
+
+    def close(self) -> None:
+        if self._read_fd is not None:
+            os.close(self._read_fd)
+            self._read_fd = None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,79 @@
+"""The timing method (docs/architecture.md, "Timing"): warm-up, then windows of k steps that are
+device-synchronized only at their edges; each window yields one samples/s figure."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dlbench.backends.base import Bench
+from dlbench.config import ScheduleConfig
+
+Emit = Callable[..., None]
+
+
+def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
+    """Run the warm-up steps (compilation, autotuning); return their wall time in seconds."""
+    start = time.perf_counter()
+    for i in range(steps):
+        bench.step()
+        bench.sync()  # warm-up is untimed per step: syncing keeps the progress display honest
+        emit("warmup_step", step=i + 1, of=steps)
+    bench.sync()
+    return time.perf_counter() - start
+
+
+def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_step=None) -> list[float]:
+    """Run the timed windows, emitting one `window` event each; return the per-window samples/s."""
+    k = schedule.steps_per_window
+    out: list[float] = []
+    for index in range(schedule.windows):
+        wait0 = bench.data_wait_s()
+        wall = time.time()
+        start = time.perf_counter()
+        for i in range(k):
+            if on_first_step is not None and index == 0 and i == 0:
+                on_first_step()
+            bench.step()
+        bench.sync()
+        seconds = time.perf_counter() - start
+        throughput = k * bench.samples_per_step / seconds
+        out.append(throughput)
+        emit(
+            "window",
+            index=index,
+            steps=k,
+            samples=k * bench.samples_per_step,
+            seconds=seconds,
+            throughput=throughput,
+            loss=bench.loss(),
+            data_wait_s=bench.data_wait_s() - wait0,
+            t_start=wall,
+        )
+    return out
+
+
+def summarize(throughputs: list[float], samples_per_step: int) -> dict[str, Any]:
+    """Median throughput with p5/p95 and coefficient of variation over windows."""
+    xs = sorted(throughputs)
+    median = statistics.median(xs)
+    mean = statistics.fmean(xs)
+    return {
+        "throughput": median,
+        "throughput_p05": percentile(xs, 5),
+        "throughput_p95": percentile(xs, 95),
+        "throughput_cv": (statistics.pstdev(xs) / mean) if mean else 0.0,
+        "step_time_ms": 1000.0 * samples_per_step / median if median else 0.0,
+    }
+
+
+def percentile(sorted_xs: list[float], q: float) -> float:
+    """Linear-interpolated percentile of an already sorted list (numpy's default method)."""
+    if not sorted_xs:
+        return float("nan")
+    pos = (len(sorted_xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)

@@ -1,0 +1,96 @@
+"""The worker process: `python -m dlbench.worker --job job.json --events-fd N`.
+
+One per job, in its own process group, under the framework's interpreter (framework.python). It
+builds the backend, runs warm-up and timed windows, and reports JSON-line events on the pipe given by
+--events-fd. Its stdout/stderr are the job's worker.log. It never imports mlflow or hydra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+
+from dlbench import events
+from dlbench.backends.base import BackendUnavailable, load_backend
+from dlbench.config import ConfigError, JobConfig
+from dlbench.timing import timed_windows, warm_up
+
+EXIT_CONFIG = 3
+EXIT_FAILED = 1
+
+_OOM_MARKERS = ("out of memory", "can't allocate memory", "outofmemory", "resourceexhausted", "failed to allocate")
+
+
+def is_oom(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return isinstance(exc, MemoryError) or any(m in text for m in _OOM_MARKERS)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker if the orchestrator dies, so no worker outlives its job."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def run(job: JobConfig, emit: events.EventWriter) -> None:
+    t0 = time.perf_counter()
+    backend = load_backend(job.framework.name)
+    import_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    bench = backend.build(job)
+    build_s = time.perf_counter() - t1
+    emit.emit(
+        events.BUILT,
+        import_s=import_s,
+        build_s=build_s,
+        params=bench.params(),
+        device=bench.device,
+        samples_per_step=bench.samples_per_step,
+        versions=backend.versions(),
+    )
+    try:
+        warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
+        emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
+        fault = os.abort if job.debug.fault == "abort" else None
+        timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
+        emit.emit(events.DONE, precision=bench.precision_report(), framework_mem_bytes=bench.memory())
+    finally:
+        bench.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--job", required=True, help="resolved job config (JSON)")
+    parser.add_argument("--events-fd", type=int, required=True, help="pipe for JSON-line events")
+    args = parser.parse_args(argv)
+    _die_with_parent()
+    emit = events.EventWriter(args.events_fd)
+    emit.emit(events.HELLO, pid=os.getpid(), python=sys.executable)
+    with open(args.job) as f:
+        job = JobConfig.from_dict(json.load(f))
+    try:
+        run(job, emit)
+    except (BackendUnavailable, ConfigError) as exc:
+        emit.emit(events.ERROR, kind="config", message=str(exc))
+        print(f"dlbench worker: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except Exception as exc:
+        traceback.print_exc()
+        kind = "oom" if is_oom(exc) else "crash"
+        emit.emit(events.ERROR, kind=kind, message=f"{type(exc).__name__}: {exc}"[:2000])
+        return EXIT_FAILED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
