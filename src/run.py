@@ -43,11 +43,17 @@ def cli() -> int:
     try:
         main()
     except KeyboardInterrupt:
-        sweep.interrupted()
+        sweep.close_parent("KILLED")
         logging.getLogger("dlbench").warning("interrupted")
         return 130
+    except SystemExit:  # Hydra reported an error (already printed) and is exiting
+        sweep.close_parent("FAILED")
+        raise
     if sweep.STATE.failed:
-        print(f"dlbench: {len(sweep.STATE.failed)} job(s) failed: {', '.join(sweep.STATE.failed)}", file=sys.stderr)
+        print(
+            f"dlbench: {len(sweep.STATE.failed)} job(s) failed: {', '.join(sweep.STATE.failed)}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -48,6 +48,22 @@ class DatasetConfig:
     name: str = "synthetic"
     path: str | None = None
     format: str | None = None  # folder | tfrecord | recordio (real datasets)
+    path_env: str | None = None  # environment variable that supplies path when path is null
+    num_samples: int | None = None  # null = all the files found
+
+
+@dataclass
+class DataConfig:
+    """How the DALI pipeline reads, decodes and feeds the data (real datasets only)."""
+
+    decode: str = "auto"  # auto (GPU when there is one) | gpu | cpu
+    num_threads: int = 4
+    prefetch: int = 2  # DALI prefetch queue depth (>= 2 to overlap input with compute)
+    shuffle: bool = True
+    shard_id: int = 0
+    num_shards: int = 1
+    skip_corrupt: bool = False  # true: skip and count undecodable images instead of failing
+    seed: int = 42
 
 
 @dataclass
@@ -76,6 +92,11 @@ class TelemetryConfig:
 
 
 @dataclass
+class ReportConfig:
+    enabled: bool = True  # log the comparison report on the parent run at the end of a multirun
+
+
+@dataclass
 class TrackingConfig:
     # null = $MLFLOW_TRACKING_URI, else sqlite:///<project root>/mlflow.db
     uri: str | None = None
@@ -94,10 +115,12 @@ class JobConfig:
     framework: FrameworkConfig = field(default_factory=FrameworkConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
     mode: str = "train"
     device: str = "auto"
@@ -107,7 +130,8 @@ class JobConfig:
 
     @property
     def batch_size(self) -> int:
-        return self.schedule.batch_size or self.model.batch_size
+        b = self.schedule.batch_size
+        return self.model.batch_size if b is None else b
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobConfig:
@@ -143,16 +167,22 @@ def validate(job: JobConfig) -> None:
         (job.mode in MODES, f"mode={job.mode!r}: use one of {MODES}"),
         (job.device in DEVICES, f"device={job.device!r}: use one of {DEVICES}"),
         (job.precision.dtype in DTYPES, f"precision.dtype={job.precision.dtype!r}: use one of {DTYPES}"),
-        (job.precision.cpu_dtype in DTYPES, f"precision.cpu_dtype={job.precision.cpu_dtype!r}: use one of {DTYPES}"),
+        (
+            job.precision.cpu_dtype in DTYPES,
+            f"precision.cpu_dtype={job.precision.cpu_dtype!r}: use one of {DTYPES}",
+        ),
         (job.precision.loss_scale in ("none", "dynamic"), "precision.loss_scale: use none or dynamic"),
-        (job.batch_size >= 1, f"batch size {job.batch_size}: set schedule.batch_size to 1 or more"),
+        (job.batch_size >= 1, f"schedule.batch_size={job.batch_size}: use 1 or more"),
         (job.schedule.warmup_steps >= 0, "schedule.warmup_steps: must be 0 or more"),
         (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
         (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
         (job.model.image_size >= 8, f"model.image_size={job.model.image_size}: must be 8 or more"),
         (job.model.num_classes >= 2, "model.num_classes: must be 2 or more"),
-        (job.telemetry.interval_s > 0, "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)"),
+        (
+            job.telemetry.interval_s > 0,
+            "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
+        ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
         (job.debug.fault in (None, "abort"), "debug.fault: only null or abort"),
     ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from dlbench import events
 from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.data.validate import check_dataset
 from dlbench.environment import host_facts
 from dlbench.progress import Progress
 from dlbench.supervisor import Worker, WorkerTimeout
@@ -70,12 +71,13 @@ def run_job(job: JobConfig, ctx: JobContext) -> str:
         log.warning("%s: skipped (fail_fast=true and an earlier job failed)", ctx.label)
         return "SKIPPED"
     try:
+        data_facts = check_dataset(job)  # first: it fills dataset.path from $dataset.path_env
         validate(job)
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         _tally(job, ctx, "FAILED")
         return "FAILED"
-    status = JobRunner(job, ctx).run()
+    status = JobRunner(job, ctx, data_facts).run()
     _tally(job, ctx, status)
     return status
 
@@ -89,8 +91,9 @@ def _tally(job: JobConfig, ctx: JobContext, status: str) -> None:
 
 
 class JobRunner:
-    def __init__(self, job: JobConfig, ctx: JobContext) -> None:
+    def __init__(self, job: JobConfig, ctx: JobContext, data_facts: dict[str, Any] | None = None) -> None:
         self.job = job
+        self.data_facts = data_facts or {}  # dataset facts from check_dataset, logged as params
         self.ctx = ctx
         self.rec = JobRecord()
         self.dir = ctx.output_dir
@@ -104,7 +107,9 @@ class JobRunner:
     def run(self) -> str:
         self.run_log = self._open_run()
         sampler, gpu = self._start_telemetry()
-        worker = Worker(self.job.framework.python or sys.executable, self._write_job(), self.dir / "worker.log")
+        worker = Worker(
+            self.job.framework.python or sys.executable, self._write_job(), self.dir / "worker.log"
+        )
         status, failure = "FAILED", "crash"
         try:
             pid = worker.start()
@@ -117,7 +122,9 @@ class JobRunner:
             status, failure = self._classify(worker.wait())
         except WorkerTimeout:
             status, failure = "FAILED", "timeout"
-            log.error("%s: timed out after %ss (timeout_s); worker killed", self.ctx.label, self.job.timeout_s)
+            log.error(
+                "%s: timed out after %ss (timeout_s); worker killed", self.ctx.label, self.job.timeout_s
+            )
         except ConfigError as exc:
             status, failure = "FAILED", "config"
             log.error("%s: %s", self.ctx.label, exc)
@@ -154,7 +161,9 @@ class JobRunner:
             rec.first_step_t = ev["t"]
             run.tags({f"version.{k}": v for k, v in ev["versions"].items()} | {"device": ev["device"]})
             run.params({"model.params": ev["params"]})
-            run.metrics({"import_s": ev["import_s"], "build_s": ev["build_s"], "startup_s": self._startup_s()})
+            run.metrics(
+                {"import_s": ev["import_s"], "build_s": ev["build_s"], "startup_s": self._startup_s()}
+            )
             self.progress.message(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
         elif kind == events.WARMUP_STEP:
             self.progress.warmup_step(ev["step"], ev["of"])
@@ -163,7 +172,11 @@ class JobRunner:
             run.metrics({"warmup_s": ev["warmup_s"]})
         elif kind == events.WINDOW:
             rec.windows.append(ev)
-            run.metrics({"window/throughput": ev["throughput"], "window/loss": ev["loss"]}, step=ev["index"], timestamp=ev["t"])
+            run.metrics(
+                {"window/throughput": ev["throughput"], "window/loss": ev["loss"]},
+                step=ev["index"],
+                timestamp=ev["t"],
+            )
             self.progress.window(ev["index"], ev["throughput"])
         elif kind == events.DONE:
             rec.done = ev
@@ -187,7 +200,7 @@ class JobRunner:
         tags = {"dlbench.kind": "job", "dlbench.output_dir": str(self.dir)}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         run = RunLogger.create(client, experiment_id, name, parent_id, tags)
-        run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size})
+        run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | self.data_facts)
         (self.dir / "config.yaml").write_text(self.ctx.config_yaml)
         (self.dir / "overrides.yaml").write_text("".join(f"- {o}\n" for o in self.ctx.overrides) or "[]\n")
         run.artifact(self.dir / "config.yaml")
@@ -252,7 +265,12 @@ class JobRunner:
         if rec.warmup:
             out["warmup_s"] = rec.warmup["warmup_s"]
         if rec.windows:
-            out.update(summarize_windows([w["throughput"] for w in rec.windows], rec.windows[0]["samples"] // rec.windows[0]["steps"]))
+            out.update(
+                summarize_windows(
+                    [w["throughput"] for w in rec.windows],
+                    rec.windows[0]["samples"] // rec.windows[0]["steps"],
+                )
+            )
             seconds = sum(w["seconds"] for w in rec.windows)
             out["data_wait_frac"] = sum(w["data_wait_s"] for w in rec.windows) / seconds
             losses = [w["loss"] for w in rec.windows if w["loss"] is not None]
@@ -261,12 +279,16 @@ class JobRunner:
             span = rec.timed_span()
             out.update(summarize(samples, *span))
             if "power_w_mean" in out:
-                out["energy_j_per_sample"] = out["power_w_mean"] * seconds / sum(w["samples"] for w in rec.windows)
+                out["energy_j_per_sample"] = (
+                    out["power_w_mean"] * seconds / sum(w["samples"] for w in rec.windows)
+                )
         if rec.done and rec.done.get("framework_mem_bytes") is not None:
             out["framework_mem_mib_max"] = rec.done["framework_mem_bytes"] / 2**20
         return out
 
-    def _log_tags_and_artifacts(self, status: str, failure: str | None, samples: list[dict[str, float]]) -> None:
+    def _log_tags_and_artifacts(
+        self, status: str, failure: str | None, samples: list[dict[str, float]]
+    ) -> None:
         run, rec = self.run_log, self.rec
         tags: dict[str, Any] = {"dlbench.status": status}
         if failure:
@@ -284,7 +306,11 @@ class JobRunner:
         if plot_telemetry(samples, png, rec.t_start, warm, f"{self.ctx.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
-        env = {"host": host_facts(), "versions": rec.built["versions"] if rec.built else {}, "precision": precision}
+        env = {
+            "host": host_facts(),
+            "versions": rec.built["versions"] if rec.built else {},
+            "precision": precision,
+        }
         (self.dir / "environment.json").write_text(json.dumps(env, indent=2))
         run.artifact(self.dir / "environment.json")
         log_path = self.dir / "worker.log"

@@ -23,7 +23,13 @@ from dlbench.timing import timed_windows, warm_up
 EXIT_CONFIG = 3
 EXIT_FAILED = 1
 
-_OOM_MARKERS = ("out of memory", "can't allocate memory", "outofmemory", "resourceexhausted", "failed to allocate")
+_OOM_MARKERS = (
+    "out of memory",
+    "can't allocate memory",
+    "outofmemory",
+    "resourceexhausted",
+    "failed to allocate",
+)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -47,7 +53,12 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
     backend = load_backend(job.framework.name)
     import_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    bench = backend.build(job)
+    if job.mode == "data":  # the input pipeline alone: no model (dlbench.data.bench)
+        from dlbench.data.bench import DataBench
+
+        bench = DataBench(job)
+    else:
+        bench = backend.build(job)
     build_s = time.perf_counter() - t1
     emit.emit(
         events.BUILT,

@@ -17,13 +17,15 @@ import sys
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-from dlbench.config import JobConfig
-
 # framework.name -> (backend module, the package whose absence means "not installed")
 BACKENDS: dict[str, tuple[str, str, str]] = {
     "torch": ("dlbench.backends.torch", "torch", "pip install torch==2.14.1 torchvision==0.29.1"),
     "tf": ("dlbench.backends.tensorflow", "tensorflow", "pip install tensorflow==2.21.0"),
-    "mxnet": ("dlbench.backends.mxnet", "mxnet", "pip install mxnet==1.9.1 numpy==1.26.4"),
+    "mxnet": (
+        "dlbench.backends.mxnet",
+        "dlbench.backends.mxnet._compat",
+        "pip install mxnet==1.9.1 numpy==1.26.4",
+    ),
 }
 
 

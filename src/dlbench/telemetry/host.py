@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import psutil
 
 
@@ -33,8 +35,6 @@ def _tree_rss(proc: psutil.Process) -> int:
     except psutil.Error:
         return 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total

@@ -3,6 +3,7 @@ the GPU from outside the worker, so the training loop never pays for it."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 GPU_SERIES = ("util", "mem_util", "mem_used_mib", "power_w", "sm_clock_mhz", "temp_c")
@@ -73,10 +74,8 @@ class NvmlReader:
         return out
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def _handle(nvml: Any, ident: str) -> Any:

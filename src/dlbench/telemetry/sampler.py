@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from statistics import fmean
 from typing import Any, Protocol
@@ -71,7 +71,7 @@ class Sampler:
         if self._csv_path is None:
             return
         if self._csv_writer is None:
-            self._csv_file = open(self._csv_path, "w", newline="")
+            self._csv_file = open(self._csv_path, "w", newline="")  # noqa: SIM115 (closed in stop())
             self._csv_writer = csv.DictWriter(self._csv_file, fieldnames=list(row), extrasaction="ignore")
             self._csv_writer.writeheader()
         self._csv_writer.writerow(row)
@@ -106,6 +106,3 @@ def series_names(samples: list[dict[str, float]]) -> list[str]:
     for s in samples:
         names.update(dict.fromkeys(k for k in s if k != "t"))
     return list(names)
-
-
-Clock = Callable[[], float]

@@ -11,10 +11,11 @@ import datetime as dt
 import logging
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from dlbench.environment import git_commit, host_facts
 from dlbench.tracking.run_logger import RunLogger
@@ -32,6 +33,7 @@ class SweepState:
     failed: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     abort: bool = False  # fail_fast tripped: the remaining jobs are skipped
+    closed: bool = False  # the parent run has been terminated
 
 
 STATE = SweepState()
@@ -54,7 +56,11 @@ class SweepTracking(Callback):
         client, experiment_id = open_store(resolve_uri(config.tracking.uri), config.tracking.experiment)
         adopted = adopt_mlflow_run(client)
         overrides = " ".join(config.hydra.overrides.task)
-        tags = {"dlbench.kind": "sweep", "dlbench.sweep_dir": config.hydra.sweep.dir, "dlbench.overrides": overrides}
+        tags = {
+            "dlbench.kind": "sweep",
+            "dlbench.sweep_dir": config.hydra.sweep.dir,
+            "dlbench.overrides": overrides,
+        }
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         if adopted:
             parent, experiment_id = adopted
@@ -73,15 +79,33 @@ class SweepTracking(Callback):
         if parent is None:
             return
         parent.tags({"dlbench.jobs_finished": len(STATE.finished), "dlbench.jobs_failed": len(STATE.failed)})
-        if not STATE.adopted:
-            parent.finish("FAILED" if STATE.failed else "FINISHED")
+        if OmegaConf.select(config, "report.enabled", default=True):
+            log_report(parent, resolve_uri(config.tracking.uri), Path(config.hydra.sweep.dir) / "report")
+        close_parent("FAILED" if STATE.failed else "FINISHED")
         os.environ.pop(PARENT_ENV, None)
 
 
-def interrupted() -> None:
-    """Ctrl-C: mark the parent KILLED (the running child was marked by its orchestrator)."""
-    if STATE.parent is not None and not STATE.adopted:
-        try:
-            STATE.parent.finish("KILLED")
-        except Exception as exc:  # the store may be what failed; never mask the interrupt
-            log.warning("could not mark the parent run KILLED: %s", exc)
+def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:
+    """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`.
+    A report problem is a warning, never a failed sweep: the measurements are already safe."""
+    try:
+        from dlbench.report import build_report  # pandas and matplotlib only when a report is made
+
+        report = build_report(parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False)
+        for path in report.files:
+            parent.artifact(path, "report")
+        log.info("report: %s (artifacts report/ of run %s)", report.html, parent.run_id)
+    except Exception as exc:
+        log.warning("report: not made (%s: %s); the sweep's runs are unaffected", type(exc).__name__, exc)
+
+
+def close_parent(status: str) -> None:
+    """Terminate our parent run once: at the sweep's end, on Ctrl-C (KILLED), or when Hydra stopped
+    the sweep with an error (e.g. a bad value in the second job's overrides)."""
+    if STATE.parent is None or STATE.adopted or STATE.closed:
+        return
+    STATE.closed = True
+    try:
+        STATE.parent.finish(status)
+    except Exception as exc:  # the store may be what failed; never mask the original problem
+        log.warning("could not mark the parent run %s: %s", status, exc)

@@ -42,6 +42,15 @@ class SyntheticSource:
         pass
 
 
+def make_source(job: JobConfig, device: torch.device, memory_format: torch.memory_format, dtype: torch.dtype):
+    """Synthetic tensors, or the dataset through DALI (imported only then: DALI is optional)."""
+    if job.dataset.name == "synthetic":
+        return SyntheticSource(job, device, memory_format, dtype)
+    from dlbench.backends.torch.dali_source import DaliSource
+
+    return DaliSource(job, device, memory_format, dtype)
+
+
 class TorchBench:
     def __init__(self, job: JobConfig) -> None:
         self.job = job
@@ -61,7 +70,7 @@ class TorchBench:
         self.run_model = torch.compile(model) if job.framework.compile else model
         self.criterion = nn.CrossEntropyLoss()
         self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if self.train else None
-        self.source = SyntheticSource(job, dev, self.memory_format, self.prec.param_dtype)
+        self.source = make_source(job, dev, self.memory_format, self.prec.param_dtype)
         self._loss: torch.Tensor | None = None
         self._wait = 0.0
         if dev.type == "cuda":
@@ -115,6 +124,7 @@ class TorchBench:
             "memory_format": "channels_last" if self.memory_format == torch.channels_last else "contiguous",
             "compiled": bool(self.job.framework.compile),
             **self.prec.flags(),
+            **({"data_skipped": self.source.skipped} if hasattr(self.source, "skipped") else {}),
         }
 
     def params(self) -> int:

@@ -1,0 +1,91 @@
+"""Shared fixtures: Hydra composition over conf/ and the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+RUN = ROOT / "src" / "run.py"
+# Small and fast, yet the real code path: a CIFAR ResNet-8 at 32x32, batch 2, a few steps.
+TINY = ["+experiment=smoke", "model=resnet_cifar", "model.depth=8"]
+
+
+@pytest.fixture
+def compose() -> Callable[..., object]:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from dlbench.config import register_configs
+
+    register_configs()
+
+    def _compose(overrides: list[str] | None = None, hydra: bool = False):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=overrides or [], return_hydra_config=hydra)
+
+    return _compose
+
+
+class Cli:
+    """Runs `python src/run.py` with its MLflow store and Hydra outputs inside a tmp dir."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.db = tmp / "mlflow.db"
+        self.uri = f"sqlite:///{self.db}"
+
+    def args(self, overrides: list[str], multirun: bool = True) -> list[str]:
+        where = [
+            f"tracking.uri={self.uri}",
+            f"hydra.sweep.dir={self.tmp / 'sweep'}",
+            f"hydra.run.dir={self.tmp / 'run'}",
+        ]
+        return [sys.executable, str(RUN), *(["-m"] if multirun else []), *overrides, *where]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+        env.update(extra)
+        return env
+
+    def run(self, overrides: list[str], multirun: bool = True, timeout: float = 600, **env: str):
+        return subprocess.run(
+            self.args(overrides, multirun),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env(**env),
+            cwd=ROOT,
+        )
+
+    def popen(self, overrides: list[str], multirun: bool = True, **env: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            self.args(overrides, multirun),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=self.env(**env),
+            cwd=ROOT,
+        )
+
+    def client(self):
+        from mlflow.tracking import MlflowClient
+
+        return MlflowClient(tracking_uri=self.uri)
+
+    def runs(self, experiment: str = "dlbench"):
+        client = self.client()
+        exp = client.get_experiment_by_name(experiment)
+        assert exp is not None, f"experiment {experiment} was not created"
+        return client.search_runs([exp.experiment_id])
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)

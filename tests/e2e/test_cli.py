@@ -1,0 +1,176 @@
+"""The real CLI in a subprocess, through to the MLflow database: sweeps, failures, interrupts."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import TINY
+
+pytestmark = pytest.mark.slow
+
+
+def children_of(runs, parent_id):
+    return [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent_id]
+
+
+def sweep_parent(runs):
+    parents = [r for r in runs if r.data.tags.get("dlbench.kind") == "sweep"]
+    assert len(parents) == 1
+    return parents[0]
+
+
+def workers_under(tmp: Path) -> list[psutil.Process]:
+    """Worker processes of jobs whose files live under `tmp` (their --job path is there)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "dlbench.worker" in cmd and any(str(tmp) in c for c in cmd):
+            found.append(p)
+    return found
+
+
+def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
+    res = cli.run(["framework=torch", "precision=fp32,amp", *TINY])
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = cli.runs()
+    parent = sweep_parent(runs)
+    assert parent.info.status == "FINISHED"
+    kids = children_of(runs, parent.info.run_id)
+    assert sorted(r.data.params["precision.name"] for r in kids) == ["amp", "fp32"]
+    client = cli.client()
+    for run in kids:
+        assert run.info.status == "FINISHED"
+        m = run.data.metrics
+        assert m["throughput"] > 0 and m["throughput_p05"] <= m["throughput"] <= m["throughput_p95"]
+        assert m["warmup_s"] > 0 and m["startup_s"] > 0 and m["total_s"] >= m["startup_s"]
+        assert m["host_rss_mib_max"] > 50 and "cpu_util_mean" in m
+        assert run.data.params["framework.name"] == "torch" and run.data.params["model.params"].isdigit()
+        assert run.data.tags["version.torch"]
+        assert len(client.get_metric_history(run.info.run_id, "host/cpu_util")) >= 3
+        assert len(client.get_metric_history(run.info.run_id, "window/throughput")) == 3
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {
+            "config.yaml",
+            "overrides.yaml",
+            "telemetry.csv",
+            "telemetry.png",
+            "worker.log",
+            "environment.json",
+        } <= artifacts
+    dtypes = {r.data.params["precision.name"]: r.data.tags["precision.compute_dtype"] for r in kids}
+    assert dtypes == {"fp32": "float32", "amp": "bfloat16"}  # CPU: amp means bf16 autocast
+
+
+def test_single_run_has_no_parent(cli):
+    res = cli.run(TINY, multirun=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = cli.runs()
+    assert run.info.status == "FINISHED" and "mlflow.parentRunId" not in run.data.tags
+
+
+def test_bad_override_fails_before_anything_runs_without_traceback(cli):
+    res = cli.run(["framework=nope", *TINY])
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "Available options" in out and "torch" in out
+    assert "Traceback" not in out
+    assert not cli.db.exists()  # nothing started, not even the store
+
+
+def test_crashing_worker_fails_its_job_and_the_sweep_goes_on(cli):
+    res = cli.run(["debug.fault=abort,null", *TINY])
+    assert res.returncode == 1
+    assert "1 job(s) failed" in res.stderr
+    runs = cli.runs()
+    kids = children_of(runs, sweep_parent(runs).info.run_id)
+    by_fault = {r.data.params["debug.fault"]: r for r in kids}
+    crashed, fine = by_fault["abort"], by_fault["null"]
+    assert crashed.info.status == "FAILED" and crashed.data.tags["failure"] == "crash"
+    assert fine.info.status == "FINISHED" and fine.data.metrics["throughput"] > 0
+    client = cli.client()
+    assert "worker_tail.log" in {a.path for a in client.list_artifacts(crashed.info.run_id)}
+    # what was collected before the crash is kept
+    assert crashed.data.metrics["warmup_s"] > 0
+
+
+def test_fail_fast_skips_the_rest(cli):
+    res = cli.run(["debug.fault=abort,null", "fail_fast=true", *TINY])
+    assert res.returncode == 1
+    runs = cli.runs()
+    kids = children_of(runs, sweep_parent(runs).info.run_id)
+    assert len(kids) == 1 and kids[0].data.tags["failure"] == "crash"
+    assert "skipped (fail_fast=true" in res.stdout + res.stderr
+
+
+def test_out_of_memory_is_recorded_as_oom(cli):
+    res = cli.run([*TINY, "schedule.batch_size=100000000"], multirun=False)
+    assert res.returncode == 1
+    (run,) = cli.runs()
+    assert run.info.status == "FAILED" and run.data.tags["failure"] == "oom"
+    assert "allocate" in run.data.tags["failure.message"]
+
+
+def test_timeout_kills_the_worker_group(cli):
+    res = cli.run(["+experiment=smoke", "model=vgg16", "model.image_size=224", "timeout_s=4"], multirun=False)
+    assert res.returncode == 1
+    (run,) = cli.runs()
+    assert run.info.status == "FAILED" and run.data.tags["failure"] == "timeout"
+    assert workers_under(cli.tmp) == []
+
+
+def test_missing_framework_is_one_line_naming_the_interpreter(cli, tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    res = cli.run([*TINY, f"framework.python={python}"], multirun=False)
+    assert res.returncode == 1
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "not installed" in line]
+    assert len(lines) == 1 and str(python) in lines[0] and "pip install torch" in lines[0]
+    assert "Traceback" not in res.stderr
+    (run,) = cli.runs()
+    assert run.data.tags["failure"] == "config"
+
+
+def test_sigint_kills_the_job_leaves_no_process_and_exits_130(cli):
+    proc = cli.popen(["+experiment=smoke", "model=vgg16", "model.image_size=224", "schedule.windows=50"])
+    deadline = time.monotonic() + 180
+    while not workers_under(cli.tmp):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "worker never started"
+        time.sleep(0.2)
+    time.sleep(3)  # let it get into the framework import / build
+    workers = workers_under(cli.tmp)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out[-3000:]
+    gone, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == []
+    assert workers_under(cli.tmp) == []
+    runs = cli.runs()
+    parent = sweep_parent(runs)
+    assert parent.info.status == "KILLED"
+    (kid,) = children_of(runs, parent.info.run_id)
+    assert kid.info.status == "KILLED"
+    assert "Traceback" not in out
+
+
+def test_mlflow_run_id_becomes_the_parent(cli):
+    client = cli.client()
+    exp = client.create_experiment("outer")
+    outer = client.create_run(exp, run_name="started by mlflow run")
+    res = cli.run(
+        ["precision=fp32,bf16", *TINY], MLFLOW_RUN_ID=outer.info.run_id, MLFLOW_TRACKING_URI=cli.uri
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = client.search_runs([exp])
+    kids = children_of(runs, outer.info.run_id)
+    assert len(kids) == 2 and all(k.info.status == "FINISHED" for k in kids)
+    assert len(runs) == 3  # the outer run plus two children: no extra parent
+    assert client.get_run(outer.info.run_id).info.status == "RUNNING"  # `mlflow run` closes it itself

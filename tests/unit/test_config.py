@@ -1,0 +1,99 @@
+"""Composition of every config group against the schema, and the checks the schema cannot express."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from omegaconf import OmegaConf
+
+from dlbench.config import ConfigError, JobConfig, validate
+from tests.conftest import CONF
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def test_every_group_option_composes_and_validates(compose):
+    groups = ["framework", "model", "dataset", "precision", "tracking"]
+    for group in groups:
+        assert options(group), f"conf/{group} is empty"
+    for framework, model, precision in itertools.product(
+        options("framework"), options("model"), options("precision")
+    ):
+        cfg = compose([f"framework={framework}", f"model={model}", f"precision={precision}"])
+        job = JobConfig.from_dict(OmegaConf.to_container(cfg, resolve=True))
+        validate(job)
+        assert (job.framework.name, job.model.name, job.precision.name) == (
+            {"tf": "tf"}.get(framework, framework),
+            model,
+            precision,
+        )
+    for dataset in options("dataset"):
+        cfg = compose([f"dataset={dataset}", "dataset.path=/somewhere"])
+        assert cfg.dataset.name == dataset
+
+
+def test_experiment_presets_compose(compose):
+    for preset in options("experiment"):
+        cfg = compose([f"+experiment={preset}"])
+        JobConfig.from_dict(OmegaConf.to_container(cfg, resolve=True))
+
+
+def test_precisions_are_data_not_names(compose):
+    """The precision matrix lives in conf/precision: amp = fp16 + dynamic loss scale on CUDA, bf16 on CPU."""
+    amp = compose(["precision=amp"]).precision
+    assert (amp.autocast, amp.dtype, amp.cpu_dtype, amp.loss_scale) == (
+        True,
+        "float16",
+        "bfloat16",
+        "dynamic",
+    )
+    fp32 = compose(["precision=fp32"]).precision
+    assert (fp32.autocast, fp32.allow_tf32) == (False, False)
+    assert compose(["precision=tf32"]).precision.allow_tf32 is True
+
+
+def test_batch_size_defaults_to_the_model(compose):
+    job = JobConfig.from_dict(OmegaConf.to_container(compose(["model=resnet_cifar"]), resolve=True))
+    assert job.batch_size == 128
+    job = JobConfig.from_dict(OmegaConf.to_container(compose(["schedule.batch_size=7"]), resolve=True))
+    assert job.batch_size == 7
+
+
+def test_unknown_key_is_refused_at_composition(compose):
+    with pytest.raises(Exception, match="nope"):
+        compose(["schedule.nope=1"])
+    with pytest.raises(Exception, match="framework"):
+        compose(["framework=nope"])
+
+
+def test_wrong_type_is_refused_at_composition(compose):
+    with pytest.raises(Exception, match="windows"):
+        compose(["schedule.windows=many"])
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"schedule": {"batch_size": 0}}, "schedule.batch_size"),
+        ({"schedule": {"windows": 0}}, "schedule.windows"),
+        ({"mode": "fly"}, "mode"),
+        ({"device": "tpu"}, "device"),
+        ({"telemetry": {"interval_s": 0}}, "telemetry.interval_s"),
+        ({"dataset": {"name": "imagenet"}}, "dataset.path"),
+    ],
+)
+def test_validate_names_the_key_in_one_line(change, key):
+    job = JobConfig.from_dict(change)
+    with pytest.raises(ConfigError) as err:
+        validate(job)
+    message = str(err.value)
+    assert key in message and "\n" not in message
+
+
+def test_job_config_round_trips_through_a_plain_dict():
+    job = JobConfig.from_dict({"model": {"name": "vgg16"}, "precision": {"name": "amp", "autocast": True}})
+    again = JobConfig.from_dict(job.to_dict())
+    assert again == job

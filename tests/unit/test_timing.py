@@ -1,0 +1,69 @@
+"""The timing method: windows synchronized at their edges, median and percentiles."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dlbench.config import ScheduleConfig
+from dlbench.events import EventReader
+from dlbench.timing import percentile, summarize, timed_windows, warm_up
+
+
+class CountingBench:
+    """A CPU workload with a known cost per step, to check what the timer counts."""
+
+    samples_per_step = 4
+    device = "cpu"
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s = step_s
+        self.steps = 0
+        self.syncs = 0
+
+    def step(self) -> None:
+        time.sleep(self.step_s)
+        self.steps += 1
+
+    def sync(self) -> None:
+        self.syncs += 1
+
+    def loss(self) -> float:
+        return 1.0 / self.steps
+
+    def data_wait_s(self) -> float:
+        return 0.0
+
+
+def test_windows_sync_only_at_edges_and_measure_the_steps():
+    bench = CountingBench(step_s=0.01)
+    events = []
+    out = timed_windows(bench, ScheduleConfig(steps_per_window=5, windows=3), lambda e, **d: events.append(d))
+    assert bench.steps == 15 and bench.syncs == 3
+    assert len(out) == 3 and [e["index"] for e in events] == [0, 1, 2]
+    for tp in out:  # 4 samples per 10 ms step = 400/s at most
+        assert 250 < tp <= 400
+    assert events[-1]["loss"] == pytest.approx(1 / 15)
+
+
+def test_warm_up_reports_each_step():
+    bench = CountingBench(step_s=0.0)
+    seen = []
+    warm_up(bench, 3, lambda e, **d: seen.append((e, d["step"])))
+    assert seen == [("warmup_step", 1), ("warmup_step", 2), ("warmup_step", 3)]
+
+
+def test_summary_statistics():
+    stats = summarize([10.0, 30.0, 20.0, 40.0, 50.0], samples_per_step=10)
+    assert stats["throughput"] == 30.0
+    assert stats["throughput_p05"] == pytest.approx(12.0)
+    assert stats["throughput_p95"] == pytest.approx(48.0)
+    assert stats["step_time_ms"] == pytest.approx(1000 * 10 / 30)
+    assert percentile([1.0], 50) == 1.0
+
+
+def test_event_reader_joins_partial_lines():
+    reader = EventReader()
+    assert reader.feed(b'{"event": "hello", "t": 1}\n{"event": "bu') == [{"event": "hello", "t": 1}]
+    assert reader.feed(b'ilt", "t": 2}\n') == [{"event": "built", "t": 2}]
