@@ -7,6 +7,7 @@ outcome into an exit code: 0 all jobs finished, 1 a job failed, 130 interrupted.
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -39,7 +40,15 @@ def main(cfg: DictConfig) -> str:
     return run_job(job, ctx)
 
 
+def _expand_mlproject_args(argv: list[str]) -> list[str]:
+    """`mlflow run` passes the MLproject's `overrides` parameter as one quoted word; split it."""
+    if len(argv) >= 2 and argv[1] == "--mlproject":
+        return [argv[0], *shlex.split(" ".join(argv[2:]))]
+    return argv
+
+
 def cli() -> int:
+    sys.argv = _expand_mlproject_args(sys.argv)
     try:
         main()
     except KeyboardInterrupt:

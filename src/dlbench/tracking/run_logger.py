@@ -15,6 +15,8 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
 
+from dlbench.tracking.bulk_metrics import bulk_log_metrics
+
 PARENT_TAG = "mlflow.parentRunId"
 
 
@@ -78,7 +80,8 @@ class RunLogger:
             for k, v in row.items()
             if k != time_key and v is not None
         ]
-        self._log_metrics(items)
+        if not bulk_log_metrics(self.client, self.run_id, items):
+            self._log_metrics(items)
         return len(items)
 
     def _log_metrics(self, items: list[Metric]) -> None:

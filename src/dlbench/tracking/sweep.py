@@ -45,7 +45,16 @@ def adopt_mlflow_run(client: Any) -> tuple[RunLogger, str] | None:
     run_id = os.environ.pop("MLFLOW_RUN_ID", None)
     if not run_id:
         return None
-    return RunLogger(client, run_id), client.get_run(run_id).info.experiment_id
+    try:
+        experiment_id = client.get_run(run_id).info.experiment_id
+    except Exception:
+        log.warning(
+            "MLFLOW_RUN_ID=%s is not in %s (set MLFLOW_TRACKING_URI for `mlflow run`); not nesting under it",
+            run_id,
+            client.tracking_uri,
+        )
+        return None
+    return RunLogger(client, run_id), experiment_id
 
 
 class SweepTracking(Callback):

@@ -1,0 +1,39 @@
+# Daily commands. Each target sets up the virtual environment first if needed (scripts/setup_env.sh).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The default sweep: every framework at FP32 and mixed precision, on the quick preset.
+SWEEP ?= -m framework=tf,torch,mxnet precision=fp32,amp +experiment=quick
+
+.PHONY: setup run test test-fast lint format ui report parity clean
+
+setup:
+	@DLBENCH_VENV=$(VENV) scripts/setup_env.sh
+
+run: setup
+	$(PY) src/run.py $(SWEEP)
+
+test: setup
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check src tests scripts
+	$(VENV)/bin/ruff format --check src tests scripts
+
+format: setup
+	$(VENV)/bin/ruff format src tests scripts
+	$(VENV)/bin/ruff check --fix src tests scripts
+
+ui: setup
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
+
+report: setup
+	$(PY) src/report.py
+
+parity: setup
+	$(PY) scripts/parity.py
+
+clean:
+	rm -rf outputs multirun .pytest_cache .ruff_cache
