@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,12 @@ from dlbench.config import ConfigError, JobConfig, validate
 from dlbench.data.validate import check_dataset
 from dlbench.environment import host_facts
 from dlbench.progress import Progress
+from dlbench.results import SPREAD_FLAG, RepeatRecord, summarize_job
 from dlbench.supervisor import Worker, WorkerTimeout
 from dlbench.telemetry.host import HostReader
 from dlbench.telemetry.nvml import NvmlReader
 from dlbench.telemetry.plot import plot_telemetry
-from dlbench.telemetry.sampler import Sampler, summarize
-from dlbench.timing import summarize as summarize_windows
+from dlbench.telemetry.sampler import Sampler
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store, resolve_uri
 from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run
@@ -45,24 +45,6 @@ class JobContext:
     overrides: list[str]
     label: str
     config_yaml: str
-
-
-@dataclass
-class JobRecord:
-    """Everything the worker told us, kept as it arrives so a failure loses nothing."""
-
-    t_start: float = field(default_factory=time.time)
-    built: dict[str, Any] | None = None
-    warmup: dict[str, Any] | None = None
-    windows: list[dict[str, Any]] = field(default_factory=list)
-    done: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    first_step_t: float | None = None
-
-    def timed_span(self) -> tuple[float, float] | None:
-        if not self.windows:
-            return None
-        return self.windows[0]["t_start"], self.windows[-1]["t"]
 
 
 def run_job(job: JobConfig, ctx: JobContext) -> str:
@@ -95,51 +77,67 @@ class JobRunner:
         self.job = job
         self.data_facts = data_facts or {}  # dataset facts from check_dataset, logged as params
         self.ctx = ctx
-        self.rec = JobRecord()
+        self.records: list[RepeatRecord] = []
         self.dir = ctx.output_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.run_log: RunLogger | None = None
-        self.progress = Progress(
-            ctx.label, job.schedule.warmup_steps, job.schedule.windows, job.schedule.steps_per_window
-        )
+        self.sampler: Sampler | None = None
+        self.window_step = 0  # window/* series step, continuous across repeats
+
+    @property
+    def rec(self) -> RepeatRecord:
+        return self.records[-1]
 
     # ---- lifecycle -------------------------------------------------------------------------
     def run(self) -> str:
+        """All repeats of the job, each in a fresh worker; stop at the first failed repeat."""
         self.run_log = self._open_run()
-        sampler, gpu = self._start_telemetry()
+        self.sampler, gpu = self._start_telemetry()
+        status, failure = "FAILED", "crash"
+        try:
+            for repeat in range(self.job.schedule.repeats):
+                status, failure = self._run_worker(repeat)
+                if status != "FINISHED":
+                    break
+        except KeyboardInterrupt:
+            status, failure = "KILLED", "interrupted"
+            log.warning("%s: interrupted; worker stopped", self.ctx.label)
+            raise
+        finally:
+            samples = self.sampler.stop() if self.sampler else []
+            if gpu is not None:
+                gpu.close()
+            self._finish(status, failure, samples)
+        return status
+
+    def _run_worker(self, repeat: int) -> tuple[str, str | None]:
+        self.records.append(RepeatRecord())
+        label = self.ctx.label + (
+            f" (repeat {repeat + 1}/{self.job.schedule.repeats})" if self.job.schedule.repeats > 1 else ""
+        )
+        s = self.job.schedule
+        self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
         worker = Worker(
             self.job.framework.python or sys.executable, self._write_job(), self.dir / "worker.log"
         )
-        status, failure = "FAILED", "crash"
         try:
             pid = worker.start()
-            for reader in sampler.readers if sampler else ():
+            for reader in self.sampler.readers if self.sampler else ():
                 if isinstance(reader, HostReader):
                     reader.attach(pid)
             deadline = time.monotonic() + self.job.timeout_s
             for event in worker.events(deadline):
                 self._on_event(event)
-            status, failure = self._classify(worker.wait())
+            return self._classify(worker.wait())
         except WorkerTimeout:
-            status, failure = "FAILED", "timeout"
-            log.error(
-                "%s: timed out after %ss (timeout_s); worker killed", self.ctx.label, self.job.timeout_s
-            )
+            log.error("%s: timed out after %ss (timeout_s); worker killed", label, self.job.timeout_s)
+            return "FAILED", "timeout"
         except ConfigError as exc:
-            status, failure = "FAILED", "config"
-            log.error("%s: %s", self.ctx.label, exc)
-        except KeyboardInterrupt:
-            status, failure = "KILLED", "interrupted"
-            log.warning("%s: interrupted; stopping the worker", self.ctx.label)
-            raise
+            log.error("%s: %s", label, exc)
+            return "FAILED", "config"
         finally:
             worker.kill()
             self.progress.close()
-            samples = sampler.stop() if sampler else []
-            if gpu is not None:
-                gpu.close()
-            self._finish(status, failure, samples)
-        return status
 
     def _classify(self, returncode: int) -> tuple[str, str | None]:
         error = self.rec.error
@@ -158,33 +156,24 @@ class JobRunner:
         rec, run = self.rec, self.run_log
         if kind == events.BUILT:
             rec.built = ev
-            rec.first_step_t = ev["t"]
-            run.tags({f"version.{k}": v for k, v in ev["versions"].items()} | {"device": ev["device"]})
-            run.params({"model.params": ev["params"]})
-            run.metrics(
-                {"import_s": ev["import_s"], "build_s": ev["build_s"], "startup_s": self._startup_s()}
-            )
+            if len(self.records) == 1:
+                run.tags({f"version.{k}": v for k, v in ev["versions"].items()} | {"device": ev["device"]})
+                run.params({"model.params": ev["params"]})
             self.progress.message(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
         elif kind == events.WARMUP_STEP:
             self.progress.warmup_step(ev["step"], ev["of"])
         elif kind == events.WARMUP_DONE:
             rec.warmup = ev
-            run.metrics({"warmup_s": ev["warmup_s"]})
         elif kind == events.WINDOW:
             rec.windows.append(ev)
-            run.metrics(
-                {"window/throughput": ev["throughput"], "window/loss": ev["loss"]},
-                step=ev["index"],
-                timestamp=ev["t"],
-            )
+            series = {"window/throughput": ev["throughput"], "window/loss": ev["loss"]}
+            run.metrics(series, step=self.window_step, timestamp=ev["t"])
+            self.window_step += 1
             self.progress.window(ev["index"], ev["throughput"])
         elif kind == events.DONE:
             rec.done = ev
         elif kind == events.ERROR:
             rec.error = ev
-
-    def _startup_s(self) -> float:
-        return self.rec.built["t"] - self.rec.t_start if self.rec.built else float("nan")
 
     # ---- MLflow ----------------------------------------------------------------------------
     def _open_run(self) -> RunLogger:
@@ -234,11 +223,13 @@ class JobRunner:
     def _finish(self, status: str, failure: str | None, samples: list[dict[str, float]]) -> None:
         """Log everything collected, whatever the outcome, then close the run."""
         run = self.run_log
+        metrics: dict[str, float] = {}
         try:
-            metrics = self._summary(samples)
+            metrics = summarize_job(self.records, samples)
             run.metrics(metrics)
+            self._log_repeats()
             run.series(samples)
-            self._log_tags_and_artifacts(status, failure, samples)
+            self._log_tags_and_artifacts(status, failure, samples, metrics)
         except Exception as exc:  # never let a logging problem hide the job's own outcome
             log.error("%s: logging to MLflow failed: %s", self.ctx.label, exc)
             status = "FAILED"
@@ -248,69 +239,58 @@ class JobRunner:
             except Exception as exc:
                 log.error("%s: could not close the MLflow run: %s", self.ctx.label, exc)
         if status == "FINISHED":
+            spread = (
+                f", spread {100 * metrics['throughput_spread']:.1f}%"
+                if "throughput_spread" in metrics
+                else ""
+            )
             log.info(
-                "%s: %.2f samples/s (p5 %.2f, p95 %.2f)",
+                "%s: %.2f samples/s (p5 %.2f, p95 %.2f%s)",
                 self.ctx.label,
                 metrics["throughput"],
                 metrics["throughput_p05"],
                 metrics["throughput_p95"],
+                spread,
             )
 
-    def _summary(self, samples: list[dict[str, float]]) -> dict[str, float]:
-        rec = self.rec
-        out: dict[str, float] = {"total_s": time.time() - rec.t_start}
-        if rec.built:
-            out["startup_s"] = self._startup_s()
-            out["overhead_s"] = out["startup_s"] - rec.built["import_s"] - rec.built["build_s"]
-        if rec.warmup:
-            out["warmup_s"] = rec.warmup["warmup_s"]
-        if rec.windows:
-            out.update(
-                summarize_windows(
-                    [w["throughput"] for w in rec.windows],
-                    rec.windows[0]["samples"] // rec.windows[0]["steps"],
-                )
-            )
-            seconds = sum(w["seconds"] for w in rec.windows)
-            out["data_wait_frac"] = sum(w["data_wait_s"] for w in rec.windows) / seconds
-            losses = [w["loss"] for w in rec.windows if w["loss"] is not None]
-            if losses:
-                out["loss_first"], out["loss_last"] = losses[0], losses[-1]
-            span = rec.timed_span()
-            out.update(summarize(samples, *span))
-            if "power_w_mean" in out:
-                out["energy_j_per_sample"] = (
-                    out["power_w_mean"] * seconds / sum(w["samples"] for w in rec.windows)
-                )
-        if rec.done and rec.done.get("framework_mem_bytes") is not None:
-            out["framework_mem_mib_max"] = rec.done["framework_mem_bytes"] / 2**20
-        return out
+    def _log_repeats(self) -> None:
+        """Per-repeat figures as series (step = repeat index) when a job ran more than once."""
+        if self.job.schedule.repeats < 2:
+            return
+        for i, rec in enumerate(self.records):
+            if rec.windows:
+                median = sorted(w["throughput"] for w in rec.windows)[len(rec.windows) // 2]
+                self.run_log.metrics({"repeat/throughput": median}, step=i, timestamp=rec.windows[-1]["t"])
 
     def _log_tags_and_artifacts(
-        self, status: str, failure: str | None, samples: list[dict[str, float]]
+        self, status: str, failure: str | None, samples: list[dict[str, float]], metrics: dict[str, float]
     ) -> None:
-        run, rec = self.run_log, self.rec
+        run = self.run_log
+        done = next((r.done for r in reversed(self.records) if r.done), None)
+        error = next((r.error for r in reversed(self.records) if r.error), None)
+        built = next((r.built for r in self.records if r.built), None)
         tags: dict[str, Any] = {"dlbench.status": status}
         if failure:
             tags["failure"] = failure
-        if rec.error:
-            tags["failure.message"] = rec.error["message"][:5000]
-        precision = rec.done["precision"] if rec.done else {}
+        if error:
+            tags["failure.message"] = error["message"][:5000]
+        if metrics.get("throughput_spread", 0.0) > SPREAD_FLAG:
+            tags["dlbench.spread_flag"] = "high"
+            log.warning(
+                "%s: repeats differ by %.1f%% (> %.0f%%)",
+                self.ctx.label,
+                100 * metrics["throughput_spread"],
+                100 * SPREAD_FLAG,
+            )
+        precision = done["precision"] if done else {}
         tags.update({f"precision.{k}": v for k, v in precision.items()})
         run.tags(tags)
-        if rec.first_step_t and rec.warmup:
-            warm = (rec.first_step_t, rec.first_step_t + rec.warmup["warmup_s"])
-        else:
-            warm = None
+        warmups = [span for r in self.records if (span := r.warmup_span())]
         png = self.dir / "telemetry.png"
-        if plot_telemetry(samples, png, rec.t_start, warm, f"{self.ctx.label}: {run.run_id}"):
+        if plot_telemetry(samples, png, self.records[0].t_start, warmups, f"{self.ctx.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
-        env = {
-            "host": host_facts(),
-            "versions": rec.built["versions"] if rec.built else {},
-            "precision": precision,
-        }
+        env = {"host": host_facts(), "versions": built["versions"] if built else {}, "precision": precision}
         (self.dir / "environment.json").write_text(json.dumps(env, indent=2))
         run.artifact(self.dir / "environment.json")
         log_path = self.dir / "worker.log"

@@ -174,3 +174,16 @@ def test_mlflow_run_id_becomes_the_parent(cli):
     assert len(kids) == 2 and all(k.info.status == "FINISHED" for k in kids)
     assert len(runs) == 3  # the outer run plus two children: no extra parent
     assert client.get_run(outer.info.run_id).info.status == "RUNNING"  # `mlflow run` closes it itself
+
+
+def test_repeats_run_fresh_workers_and_record_the_spread(cli):
+    res = cli.run([*TINY, "schedule.repeats=2"], multirun=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = cli.runs()
+    m = run.data.metrics
+    assert m["repeats_done"] == 2 and m["throughput_spread"] >= 0
+    assert (run.data.tags.get("dlbench.spread_flag") == "high") == (m["throughput_spread"] > 0.05)
+    client = cli.client()
+    assert len(client.get_metric_history(run.info.run_id, "repeat/throughput")) == 2
+    assert len(client.get_metric_history(run.info.run_id, "window/throughput")) == 6
+    assert "repeat 2/2" in res.stdout + res.stderr

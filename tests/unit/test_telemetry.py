@@ -87,6 +87,6 @@ def test_a_failing_reader_does_not_stop_sampling():
 
 def test_plot_draws_every_recorded_series(tmp_path):
     samples = [{"t": 100.0 + i, **row, "host/cpu_util": 50.0} for i, row in enumerate(RECORDED)]
-    assert plot_telemetry(samples, tmp_path / "t.png", 100.0, (100.0, 101.0), "test")
+    assert plot_telemetry(samples, tmp_path / "t.png", 100.0, [(100.0, 101.0)], "test")
     assert (tmp_path / "t.png").stat().st_size > 5000
-    assert not plot_telemetry([], tmp_path / "empty.png", 0.0, None, "none")
+    assert not plot_telemetry([], tmp_path / "empty.png", 0.0, [], "none")

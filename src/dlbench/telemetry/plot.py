@@ -12,7 +12,7 @@ PANELS = (
 
 
 def plot_telemetry(
-    samples: list[dict[str, float]], path: Path, t0: float, warmup: tuple[float, float] | None, title: str
+    samples: list[dict[str, float]], path: Path, t0: float, warmups: list[tuple[float, float]], title: str
 ) -> bool:
     """Write the chart; False when there is nothing to draw."""
     if not samples:
@@ -30,8 +30,8 @@ def plot_telemetry(
             xs = [row["t"] - t0 for row in samples if name in row]
             ys = [row[name] for row in samples if name in row]
             ax.plot(xs, ys, label=name, linewidth=1)
-        if warmup is not None:
-            ax.axvspan(warmup[0] - t0, warmup[1] - t0, color="orange", alpha=0.15, label="warm-up")
+        for i, (start, end) in enumerate(warmups):
+            ax.axvspan(start - t0, end - t0, color="orange", alpha=0.15, label="warm-up" if i == 0 else None)
         ax.set_ylabel(ylabel)
         ax.legend(loc="upper right", fontsize=7)
         ax.grid(alpha=0.3)

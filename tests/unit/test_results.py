@@ -1,0 +1,59 @@
+"""Summary metrics from worker events: one repeat, several repeats (spread), telemetry windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.results import RepeatRecord, summarize_job
+
+
+def record(t0: float, throughputs: list[float], power: float | None = None) -> RepeatRecord:
+    rec = RepeatRecord(t_start=t0)
+    rec.built = {"t": t0 + 2.0, "import_s": 1.2, "build_s": 0.5}
+    rec.warmup = {"warmup_s": 3.0}
+    t = t0 + 5.0
+    for i, tp in enumerate(throughputs):
+        rec.windows.append(
+            {"index": i, "t_start": t, "t": t + 1.0, "seconds": 1.0, "samples": int(tp), "steps": 1,
+             "throughput": tp, "loss": 2.0 - 0.1 * i, "data_wait_s": 0.25}  # fmt: skip
+        )
+        t += 1.0
+    rec.done = {"framework_mem_bytes": 3 * 2**20, "precision": {"compute_dtype": "float32"}}
+    return rec
+
+
+def test_single_repeat_figures():
+    rec = record(100.0, [90.0, 100.0, 110.0])
+    samples = [{"t": 100.5, "gpu0/util": 0.0, "gpu0/power_w": 50.0}]  # before the timed phase: ignored
+    samples += [{"t": 105.5 + i, "gpu0/util": 95.0, "gpu0/power_w": 300.0} for i in range(3)]
+    out = summarize_job([rec], samples)
+    assert out["throughput"] == 100.0
+    assert out["startup_s"] == 2.0 and out["overhead_s"] == pytest.approx(0.3)
+    assert out["warmup_s"] == 3.0 and out["data_wait_frac"] == 0.25
+    assert (out["loss_first"], out["loss_last"]) == (2.0, pytest.approx(1.8))
+    assert out["gpu_util_mean"] == 95.0
+    assert out["energy_j_per_sample"] == pytest.approx(300.0 * 3 / 300)
+    assert out["framework_mem_mib_max"] == 3.0
+    assert "throughput_spread" not in out
+
+
+def test_repeats_report_median_of_medians_and_spread():
+    recs = [record(100.0, [100.0, 100.0, 100.0]), record(200.0, [108.0, 108.0, 108.0]), record(300.0, [104.0] * 3)]
+    out = summarize_job(recs, [])
+    assert out["throughput"] == 104.0
+    assert out["throughput_spread"] == pytest.approx(8.0 / 104.0)
+    assert out["repeats_done"] == 3
+    assert out["throughput_p05"] == 100.0 and out["throughput_p95"] == 108.0
+
+
+def test_telemetry_between_repeats_is_not_counted():
+    recs = [record(100.0, [100.0]), record(200.0, [100.0])]
+    samples = [{"t": 105.5, "host/cpu_util": 90.0}, {"t": 150.0, "host/cpu_util": 0.0}, {"t": 205.5, "host/cpu_util": 80.0}]
+    assert summarize_job(recs, samples)["cpu_util_mean"] == 85.0
+
+
+def test_a_failed_first_step_still_yields_what_was_collected():
+    rec = RepeatRecord(t_start=0.0)
+    rec.built = {"t": 1.0, "import_s": 0.5, "build_s": 0.2}
+    out = summarize_job([rec], [])
+    assert out["startup_s"] == 1.0 and "throughput" not in out
