@@ -20,12 +20,16 @@ from dlbench.config import ModelConfig
 
 BN_EPS = 1e-5  # torch BatchNorm2d default
 BN_MOMENTUM = 0.9  # keras momentum = 1 - torch momentum (0.1)
-# torchvision/He init for convs (kaiming_normal_, fan_out, relu); weights only set the start point.
-_CONV_INIT = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
+# Initializers as in torch, so first losses are comparable across frameworks (speed is unaffected):
+# torchvision's kaiming_normal_(fan_out, relu) for convs, torch's default layer init
+# (kaiming_uniform_(a=sqrt(5)) = U(+-1/sqrt(fan_in))) elsewhere, and VGG's normal(0, 0.01) classifier.
+HE_FAN_OUT = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
+TORCH_DEFAULT = keras.initializers.VarianceScaling(1.0 / 3.0, mode="fan_in", distribution="uniform")
+VGG_DENSE = keras.initializers.RandomNormal(stddev=0.01)
 
 
-def _conv(x, filters: int, kernel: int, stride: int = 1, use_bias: bool = False, name: str | None = None):
-    """Conv with PyTorch padding (kernel // 2 on every side)."""
+def _conv(x, filters: int, kernel: int, stride: int = 1, init=HE_FAN_OUT, name: str | None = None):
+    """Bias-free conv with PyTorch padding (kernel // 2 on every side)."""
     pad = kernel // 2
     if stride > 1 and pad:
         x = layers.ZeroPadding2D(pad, name=f"{name}_pad" if name else None)(x)
@@ -37,8 +41,8 @@ def _conv(x, filters: int, kernel: int, stride: int = 1, use_bias: bool = False,
         kernel,
         strides=stride,
         padding=padding,
-        use_bias=use_bias,
-        kernel_initializer=_CONV_INIT,
+        use_bias=False,
+        kernel_initializer=init,
         name=name,
     )(x)
 
@@ -47,9 +51,9 @@ def _bn(x, name: str | None = None):
     return layers.BatchNormalization(epsilon=BN_EPS, momentum=BN_MOMENTUM, name=name)(x)
 
 
-def _head(x, num_classes: int):
+def _head(x, num_classes: int, init=TORCH_DEFAULT):
     """Logits dense in the compute dtype, then a float32 cast for a numerically safe loss."""
-    x = layers.Dense(num_classes, name="logits")(x)
+    x = layers.Dense(num_classes, kernel_initializer=init, name="logits")(x)
     return layers.Activation("linear", dtype="float32", name="logits_f32")(x)
 
 
@@ -65,7 +69,7 @@ def _bottleneck(x, width: int, stride: int, name: str):
     shortcut = x
     if stride != 1 or x.shape[-1] != out_ch:
         shortcut = layers.Conv2D(
-            out_ch, 1, strides=stride, use_bias=False, kernel_initializer=_CONV_INIT, name=f"{name}_down_conv"
+            out_ch, 1, strides=stride, use_bias=False, kernel_initializer=HE_FAN_OUT, name=f"{name}_down_conv"
         )(x)
         shortcut = _bn(shortcut, f"{name}_down_bn")
     y = layers.ReLU()(_bn(_conv(x, width, 1, name=f"{name}_conv1"), f"{name}_bn1"))
@@ -132,16 +136,17 @@ def vgg16(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model:
         if v == "M":
             x = layers.MaxPooling2D(2, strides=2)(x)
             continue
-        x = layers.Conv2D(v, 3, padding="same", name="stem_conv" if first else None)(x)
+        name = "stem_conv" if first else None
+        x = layers.Conv2D(v, 3, padding="same", kernel_initializer=HE_FAN_OUT, name=name)(x)
         x = layers.ReLU()(x)
         first = False
     if x.shape[1] != 7 or x.shape[2] != 7:
         x = AdaptiveAvgPool2D(7, name="adaptive_pool")(x)
     x = layers.Flatten()(x)
     for _ in range(2):
-        x = layers.Dense(4096, activation="relu")(x)
+        x = layers.Dense(4096, activation="relu", kernel_initializer=VGG_DENSE)(x)
         x = layers.Dropout(0.5)(x)
-    return keras.Model(inputs, _head(x, spec.num_classes), name="vgg16")
+    return keras.Model(inputs, _head(x, spec.num_classes, VGG_DENSE), name="vgg16")
 
 
 # --- CIFAR ResNet (He et al. 2016, sec. 4.2; option A shortcuts) -----------------------------------
@@ -168,8 +173,8 @@ class PadShortcut(layers.Layer):
 
 def _basic_block(x, cout: int, stride: int, name: str):
     cin = x.shape[-1]
-    y = layers.ReLU()(_bn(_conv(x, cout, 3, stride, name=f"{name}_conv1"), f"{name}_bn1"))
-    y = _bn(_conv(y, cout, 3, name=f"{name}_conv2"), f"{name}_bn2")
+    y = layers.ReLU()(_bn(_conv(x, cout, 3, stride, TORCH_DEFAULT, f"{name}_conv1"), f"{name}_bn1"))
+    y = _bn(_conv(y, cout, 3, init=TORCH_DEFAULT, name=f"{name}_conv2"), f"{name}_bn2")
     shortcut = PadShortcut(cout - cin, name=f"{name}_pad")(x) if (stride != 1 or cin != cout) else x
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
@@ -180,7 +185,7 @@ def resnet_cifar(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model
         raise ValueError(f"model.depth={depth}: a CIFAR ResNet has depth 6n+2 (20, 32, 44, 56, 110)")
     n = (depth - 2) // 6
     inputs = _input(spec, input_dtype)
-    x = layers.ReLU()(_bn(_conv(inputs, 16, 3, name="stem_conv"), "stem_bn"))
+    x = layers.ReLU()(_bn(_conv(inputs, 16, 3, init=TORCH_DEFAULT, name="stem_conv"), "stem_bn"))
     for stage, width in enumerate((16, 32, 64)):
         for i in range(n):
             x = _basic_block(x, width, 2 if (stage > 0 and i == 0) else 1, f"stage{stage + 1}_{i}")
