@@ -16,7 +16,7 @@ BUILT = "built"  # import_s, build_s, params, device, versions
 WARMUP_STEP = "warmup_step"  # step, of
 WARMUP_DONE = "warmup_done"  # warmup_s, steps
 WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
-DONE = "done"  # precision, framework_mem_bytes, loss_first, loss_last
+DONE = "done"  # precision (report), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 
 KINDS = (HELLO, BUILT, WARMUP_STEP, WARMUP_DONE, WINDOW, DONE, ERROR)

@@ -52,6 +52,7 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
         assert m["warmup_s"] > 0 and m["startup_s"] > 0 and m["total_s"] >= m["startup_s"]
         assert m["host_rss_mib_max"] > 50 and "cpu_util_mean" in m
         assert run.data.params["framework.name"] == "torch" and run.data.params["model.params"].isdigit()
+        assert float(run.data.params["model.gflops"]) > 0
         assert run.data.tags["version.torch"]
         assert len(client.get_metric_history(run.info.run_id, "host/cpu_util")) >= 3
         assert len(client.get_metric_history(run.info.run_id, "window/throughput")) == 3

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dlbench.config import JobConfig
+from typing import Any
+
+from dlbench.config import JobConfig, ModelConfig
 
 
 def build(job: JobConfig):
@@ -21,3 +23,10 @@ def versions() -> dict[str, str]:
         out["cudnn"] = str(torch.backends.cudnn.version())
         out["gpu"] = torch.cuda.get_device_name(0)
     return out
+
+
+def model_stats(model_cfg: ModelConfig) -> dict[str, Any]:
+    """{"params", "gflops" (conv + dense, per sample)} from torch's FLOP counter, for the parity check."""
+    from dlbench.backends.torch.stats import model_stats as _model_stats
+
+    return _model_stats(model_cfg)
