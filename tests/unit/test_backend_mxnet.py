@@ -1,0 +1,204 @@
+"""The MXNet backend on CPU: the networks equal the torch ones, and real jobs run through the worker.
+
+MXNet runs only in subprocesses (as it does in real use: one worker process per job), so its engine
+threads, signal handlers and bundled OpenBLAS never share the pytest process with other frameworks.
+The subprocesses run side by side to keep the file well under a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from dlbench.config import JobConfig, PrecisionConfig
+
+if importlib.util.find_spec("mxnet") is None:  # find only: importing mxnet here needs the numpy shim
+    pytest.skip("mxnet is not installed in this interpreter", allow_module_level=True)
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# Reference values: torchvision resnet50 / vgg16 at 1000 classes and the torch backend's CifarResNet
+# (option A) at 10 classes; GFLOPs (multiply-add = 2) agree with torch.utils.flop_counter.
+RESNET50_PARAMS = 25_557_032
+VGG16_PARAMS = 138_357_544
+RESNET56_CIFAR_PARAMS = 853_018
+RESNET20_CIFAR_PARAMS = 269_722
+RESNET50_GFLOPS_224 = 8.178368512
+VGG16_GFLOPS_32 = 0.873660416
+RESNET56_GFLOPS_32 = 0.250971392
+RESNET20_GFLOPS_32 = 0.08110208
+
+STATS_SCRIPT = """
+import json
+from dlbench.backends.base import BackendUnavailable
+from dlbench.backends.mxnet import build, model_stats
+from dlbench.config import JobConfig, ModelConfig
+out = {
+    "resnet50": model_stats(ModelConfig(name="resnet50")),
+    "vgg16": model_stats(ModelConfig(name="vgg16", image_size=32)),
+    "resnet_cifar": model_stats(ModelConfig(name="resnet_cifar", image_size=32, num_classes=10, depth=56)),
+}
+job = JobConfig()
+job.framework.name = "mxnet"
+job.device = "cuda"
+try:
+    build(job)
+    out["cuda"] = "built"
+except BackendUnavailable as exc:
+    out["cuda"] = str(exc)
+print("STATS " + json.dumps(out))
+"""
+
+AMP = PrecisionConfig(name="amp", autocast=True, dtype="float16", cpu_dtype="bfloat16", loss_scale="dynamic")
+
+JOBS = {
+    "train_hybrid": {"mode": "train", "hybridize": True, "precision": PrecisionConfig()},
+    "train_imperative": {"mode": "train", "hybridize": False, "precision": PrecisionConfig()},
+    "infer_hybrid": {"mode": "infer", "hybridize": True, "precision": PrecisionConfig()},
+    "train_amp": {"mode": "train", "hybridize": True, "precision": AMP},
+}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    # Several MXNet processes share the CPU here: one compute thread each keeps them from thrashing.
+    env.update(OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1")
+    return env
+
+
+def _job_file(tmp: Path, name: str, spec: dict) -> Path:
+    job = JobConfig()
+    job.framework.name = "mxnet"
+    job.framework.hybridize = spec["hybridize"]
+    job.model.name = "resnet_cifar"
+    job.model.depth = 20
+    job.model.image_size = 32
+    job.model.num_classes = 10
+    job.schedule.batch_size = 2
+    job.schedule.warmup_steps = 1
+    job.schedule.steps_per_window = 2
+    job.schedule.windows = 2
+    job.mode = spec["mode"]
+    job.device = "cpu"
+    job.precision = spec["precision"]
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps(job.to_dict()))
+    return path
+
+
+def _worker(job_path: Path) -> tuple[int, list[dict], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbench.worker", "--job", str(job_path), "--events-fd", "1"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return proc.returncode, events, proc.stderr
+
+
+def _stats() -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", STATS_SCRIPT], capture_output=True, text=True, env=_env(), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("STATS "))
+    return json.loads(line.removeprefix("STATS "))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("mxnet_jobs")
+    with ThreadPoolExecutor(max_workers=len(JOBS) + 1) as pool:
+        stats = pool.submit(_stats)
+        workers = {name: pool.submit(_worker, _job_file(tmp, name, spec)) for name, spec in JOBS.items()}
+        return {"stats": stats.result(), **{name: f.result() for name, f in workers.items()}}
+
+
+def _cpu_has_avx512_core() -> bool:
+    """oneDNN's avx512_core (F, BW, VL, DQ): what MXNet's bfloat16 kernels need on a CPU."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags)
+
+
+def test_params_equal_torch_networks(runs: dict) -> None:
+    stats = runs["stats"]
+    assert stats["resnet50"]["params"] == RESNET50_PARAMS
+    assert stats["vgg16"]["params"] == VGG16_PARAMS  # also at 32x32: adaptive pooling to 7x7
+    assert stats["resnet_cifar"]["params"] == RESNET56_CIFAR_PARAMS
+
+
+def test_flops_read_from_mxnet_graph(runs: dict) -> None:
+    stats = runs["stats"]
+    assert stats["resnet50"]["gflops"] == pytest.approx(RESNET50_GFLOPS_224, rel=1e-6)
+    assert stats["vgg16"]["gflops"] == pytest.approx(VGG16_GFLOPS_32, rel=1e-6)
+    assert stats["resnet_cifar"]["gflops"] == pytest.approx(RESNET56_GFLOPS_32, rel=1e-6)
+
+
+def test_device_cuda_is_refused_in_one_line_without_a_gpu_build(runs: dict) -> None:
+    message = runs["stats"]["cuda"]
+    assert message.startswith("framework=mxnet device=cuda: ")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["train_hybrid", "train_imperative", "infer_hybrid"])
+def test_fp32_jobs_run_through_the_worker(runs: dict, name: str) -> None:
+    rc, events, stderr = runs[name]
+    assert rc == 0, stderr[-3000:]
+    by_kind = {}
+    for e in events:
+        by_kind.setdefault(e["event"], []).append(e)
+    built = by_kind["built"][0]
+    assert built["params"] == RESNET20_CIFAR_PARAMS
+    assert built["device"] == "cpu"
+    assert built["versions"]["mxnet"] == "1.9.1"
+    windows = by_kind["window"]
+    assert len(windows) == 2 and all(w["throughput"] > 0 for w in windows)
+    done = by_kind["done"][0]
+    if "gflops" in done:  # the worker reports the backend's model_stats
+        assert done["gflops"] == pytest.approx(RESNET20_GFLOPS_32, rel=1e-6)
+    precision = done["precision"]
+    assert precision["compute_dtype"] == "float32"
+    assert precision["param_dtype"] == "float32"
+    assert precision["hybridized"] is JOBS[name]["hybridize"]
+    assert precision["amp_cast_ops"] == 0
+    if JOBS[name]["mode"] == "train":
+        # a real host float (it may approach 0: the net fits its one synthetic batch within a few steps)
+        assert all(isinstance(w["loss"], float) and math.isfinite(w["loss"]) for w in windows)
+    else:
+        assert all(w["loss"] is None for w in windows)
+
+
+def test_amp_on_cpu_computes_bfloat16_or_says_why_not(runs: dict) -> None:
+    rc, events, stderr = runs["train_amp"]
+    if _cpu_has_avx512_core():
+        assert rc == 0, stderr[-3000:]
+        done = next(e for e in events if e["event"] == "done")
+        precision = done["precision"]
+        assert precision["compute_dtype"] == "bfloat16"
+        assert precision["param_dtype"] == "float32"
+        assert precision["amp_cast_ops"] > 0
+        assert precision["autocast"].startswith("cpu/bfloat16")
+        if "gflops" in done:  # model_stats reads the AMP-rewritten graph (amp_cast before each conv)
+            assert done["gflops"] == pytest.approx(RESNET20_GFLOPS_32, rel=1e-6)
+        assert all(e["throughput"] > 0 for e in events if e["event"] == "window")
+    else:
+        # MXNet 1.9.1 has bf16 kernels only in oneDNN, for AVX-512 CPUs: a clear config error, not a
+        # silent float32 run.
+        assert rc == 3, stderr[-3000:]
+        error = next(e for e in events if e["event"] == "error")
+        assert error["kind"] == "config"
+        assert "bfloat16" in error["message"] and "AVX-512" in error["message"]
