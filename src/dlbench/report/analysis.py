@@ -1,0 +1,269 @@
+"""From job rows to comparison tables and to sentences a reader can trust.
+
+A table per (model, mode[, variant]) has one row per framework x precision. A sentence ("torch is 12%
+faster than tf", "mixed precision speeds up torch by 2.1x") is written only when the two measurements'
+intervals do not overlap. The interval of a run is the p5-p95 range of its timed windows, widened to
+median x (1 +/- spread) when the job was repeated and logged `throughput_spread`; a run without
+p5/p95 has no interval and is never the subject of a claim.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dlbench.report.load import JobRow
+
+SPREAD_LIMIT = (
+    0.05  # relative spread across repeats above which a row is flagged (matches dlbench.spread_flag)
+)
+FRAMEWORK_ORDER = ("tf", "torch", "mxnet")  # the order of the Synced 2019 article
+PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
+BASELINE = "fp32"
+RULE = (
+    "A difference is stated only when the two runs' intervals do not overlap. A run's interval is the "
+    "p5–p95 range of its timed windows' throughput, widened to median × (1 ± spread) when the job was "
+    "repeated (spread = (max − min) / median of the repeats' medians, so the widened range holds every "
+    "repeat's median); the percentage is the ratio of the medians."
+)
+
+
+def interval(job: JobRow) -> tuple[float, float]:
+    """The range a run's throughput is known to within (NaN, NaN when p5/p95 were not logged)."""
+    lo, hi, mid = job.metric("throughput_p05"), job.metric("throughput_p95"), job.metric("throughput")
+    if math.isnan(lo) or math.isnan(hi) or math.isnan(mid):
+        return math.nan, math.nan
+    spread = job.metric("throughput_spread")
+    if not math.isnan(spread):
+        lo, hi = min(lo, mid * (1 - spread)), max(hi, mid * (1 + spread))
+    return lo, hi
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN when b is zero or missing (a job that logged 0 samples/s must not crash the report)."""
+    return a / b if b > 0 and not math.isnan(a) else math.nan
+
+
+def separated(a: JobRow, b: JobRow) -> bool:
+    """True when a is faster than b beyond both runs' measured spread (intervals disjoint, a above)."""
+    a_lo, _ = interval(a)
+    _, b_hi = interval(b)
+    return not (math.isnan(a_lo) or math.isnan(b_hi)) and a_lo > b_hi
+
+
+def flagged(job: JobRow) -> bool:
+    """Repeats disagreed by more than 5%: the row's number deserves suspicion."""
+    spread = job.metric("throughput_spread")
+    return job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
+
+
+@dataclass
+class Entry:
+    """One table row: a finished job plus what it is compared against."""
+
+    job: JobRow
+    speedup: float = math.nan  # throughput / throughput of the same framework at fp32
+    speedup_range: tuple[float, float] = (math.nan, math.nan)  # conservative: interval ratios
+    rel_fastest: float = math.nan  # throughput / fastest framework's at this precision
+
+
+@dataclass
+class Group:
+    """The runs of one model and mode (and variant, when e.g. batch sizes were swept too)."""
+
+    model: str
+    mode: str
+    variant: str
+    entries: list[Entry]
+
+    @property
+    def title(self) -> str:
+        return f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
+
+    @property
+    def slug(self) -> str:
+        raw = f"{self.model}-{self.mode}" + (f"-{self.variant}" if self.variant else "")
+        return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()
+
+    def frame(self) -> pd.DataFrame:
+        """The table's numbers (NaN = not measured), one row per framework x precision."""
+        rows = []
+        for e in self.entries:
+            j = e.job
+            rows.append(
+                {
+                    "framework": j.framework,
+                    "precision": j.precision,
+                    "throughput": j.metric("throughput"),
+                    "p05": j.metric("throughput_p05"),
+                    "p95": j.metric("throughput_p95"),
+                    "spread": j.metric("throughput_spread"),
+                    "flagged": flagged(j),
+                    "speedup_vs_fp32": e.speedup,
+                    "rel_fastest": e.rel_fastest,
+                    "gpu_util": j.metric("gpu_util_mean"),
+                    "gpu_mem_mib": j.metric("gpu_mem_used_mib_max"),
+                    "framework_mem_mib": j.metric("framework_mem_mib_max"),
+                    "cpu_util": j.metric("cpu_util_mean"),
+                    "energy_j_per_sample": j.metric("energy_j_per_sample"),
+                    "warmup_s": j.metric("warmup_s"),
+                    "run_id": j.run_id,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+@dataclass
+class Finding:
+    """One generated sentence. kind: framework | precision | tie."""
+
+    kind: str
+    group: str
+    text: str
+
+
+@dataclass
+class Analysis:
+    groups: list[Group]
+    failed: list[JobRow]
+    findings: list[Finding]
+    hidden: int = 0  # older runs of a configuration that has a newer one
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def finished(self) -> list[JobRow]:
+        return [e.job for g in self.groups for e in g.entries]
+
+    @property
+    def has_gpu(self) -> bool:
+        return any(not math.isnan(j.metric("gpu_util_mean")) for j in self.finished)
+
+    @property
+    def has_spread(self) -> bool:
+        return any(not math.isnan(j.metric("throughput_spread")) for j in self.finished)
+
+    def frame(self) -> pd.DataFrame:
+        """All tables in one frame (model, mode, variant columns added)."""
+        parts = [g.frame().assign(model=g.model, mode=g.mode, variant=g.variant) for g in self.groups]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _order(values: list[str], preferred: tuple[str, ...]) -> list[str]:
+    return sorted(set(values), key=lambda v: (preferred.index(v) if v in preferred else len(preferred), v))
+
+
+def _variants(jobs: list[JobRow]) -> dict[str, str]:
+    """run_id -> variant label built from the VARIANT_PARAMS that differ inside a (model, mode) group."""
+    out: dict[str, str] = {}
+    by_group: dict[tuple[str, str], list[JobRow]] = {}
+    for j in jobs:
+        by_group.setdefault((j.model, j.mode), []).append(j)
+    for members in by_group.values():
+        keys = sorted({k for j in members for k in j.variant_params})
+        varying = [k for k in keys if len({j.variant_params.get(k) for j in members}) > 1]
+        for j in members:
+            out[j.run_id] = ", ".join(f"{k}={j.variant_params.get(k)}" for k in varying)
+    return out
+
+
+def analyze(jobs: list[JobRow]) -> Analysis:
+    """Tables, failures and findings for a set of job runs (of one sweep or one experiment)."""
+    variant = _variants(jobs)
+    latest_ok: dict[tuple, JobRow] = {}
+    for j in sorted(jobs, key=lambda j: j.start_ms):
+        if j.status == "FINISHED" and not math.isnan(j.metric("throughput")):
+            latest_ok[(j.model, j.mode, variant[j.run_id], j.framework, j.precision)] = j
+    ok_ids = {j.run_id for j in latest_ok.values()}
+    failed, hidden = [], 0
+    for j in jobs:
+        if j.run_id in ok_ids:
+            continue
+        newer = latest_ok.get((j.model, j.mode, variant[j.run_id], j.framework, j.precision))
+        if newer is not None and newer.start_ms >= j.start_ms:
+            hidden += 1  # superseded by a newer finished run of the same configuration
+        else:
+            failed.append(j)
+    failed.sort(key=lambda j: j.start_ms)
+
+    by_group: dict[tuple[str, str, str], list[JobRow]] = {}
+    for (model, mode, var, _, _), j in latest_ok.items():
+        by_group.setdefault((model, mode, var), []).append(j)
+    groups = [_group(model, mode, var, members) for (model, mode, var), members in sorted(by_group.items())]
+    findings = [f for g in groups for f in _findings(g)]
+    return Analysis(groups, failed, findings, hidden)
+
+
+def _group(model: str, mode: str, variant: str, jobs: list[JobRow]) -> Group:
+    fw_order = _order([j.framework for j in jobs], FRAMEWORK_ORDER)
+    pr_order = _order([j.precision for j in jobs], PRECISION_ORDER)
+    jobs = sorted(jobs, key=lambda j: (fw_order.index(j.framework), pr_order.index(j.precision)))
+    entries = [Entry(j) for j in jobs]
+    for e in entries:
+        base = next((j for j in jobs if j.framework == e.job.framework and j.precision == BASELINE), None)
+        if base is not None:
+            e.speedup = ratio(e.job.metric("throughput"), base.metric("throughput"))
+            lo, hi = interval(e.job)
+            b_lo, b_hi = interval(base)
+            if not any(math.isnan(x) for x in (lo, hi, b_lo, b_hi)) and b_lo > 0:
+                e.speedup_range = (lo / b_hi, hi / b_lo)
+        fastest = max(j.metric("throughput") for j in jobs if j.precision == e.job.precision)
+        e.rel_fastest = ratio(e.job.metric("throughput"), fastest)
+    return Group(model, mode, variant, entries)
+
+
+def precision_label(name: str) -> str:
+    return {"amp": "mixed precision (amp)", "bf16": "bf16 mixed precision", "tf32": "TF32 math"}.get(
+        name, name
+    )
+
+
+def faster_text(r: float) -> str:
+    """1.12 -> '12% faster'; 2.3 -> '2.3× faster' (percentages stop reading well past 100%)."""
+    return f"{r:.1f}× faster" if r >= 2 else f"{(r - 1) * 100:.0f}% faster"
+
+
+def _findings(g: Group) -> list[Finding]:
+    out: list[Finding] = []
+    jobs = [e.job for e in g.entries]
+    # Frameworks against each other, per precision: the fastest against each other framework.
+    for precision in _order([j.precision for j in jobs], PRECISION_ORDER):
+        same = sorted((j for j in jobs if j.precision == precision), key=lambda j: -j.metric("throughput"))
+        if len(same) < 2:
+            continue
+        best, where = same[0], f"on {g.model} {g.mode} {precision}" + (f" ({g.variant})" if g.variant else "")
+        beaten, ties = [], []
+        for other in same[1:]:
+            r = ratio(best.metric("throughput"), other.metric("throughput"))
+            (beaten if separated(best, other) else ties).append((other.framework, r))
+        if beaten:
+            parts = [f"{faster_text(r)} than {fw}" for fw, r in beaten]
+            out.append(Finding("framework", g.title, f"{where}, {best.framework} is {_join(parts)}."))
+        if ties:
+            names = _join([best.framework] + [fw for fw, _ in ties])
+            out.append(
+                Finding("tie", g.title, f"{where}, {names} are within the measured spread (no clear winner).")
+            )
+    # Each reduced precision against fp32, per framework.
+    for e in g.entries:
+        j = e.job
+        if j.precision == BASELINE or math.isnan(e.speedup):
+            continue
+        base = next(x for x in jobs if x.framework == j.framework and x.precision == BASELINE)
+        what, where = precision_label(j.precision), f"{j.framework} on {g.title}"
+        if separated(j, base):
+            out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×."))
+        elif separated(base, j):
+            out.append(
+                Finding(
+                    "precision", g.title, f"{what} slows down {where}: {e.speedup:.2f}× the fp32 throughput."
+                )
+            )
+        else:
+            out.append(Finding("tie", g.title, f"{what} makes no measurable difference for {where}."))
+    return out
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

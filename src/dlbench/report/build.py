@@ -1,0 +1,152 @@
+"""Build a report end to end: select the runs, analyze them, draw the charts, write Markdown and HTML."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from dlbench.report import charts
+from dlbench.report.analysis import Analysis, analyze
+from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
+from dlbench.report.render import (
+    DASH,
+    Block,
+    Image,
+    failed_table,
+    findings_block,
+    result_table,
+    to_html,
+    to_markdown,
+)
+
+MARKDOWN = "report.md"
+HTML = "report.html"
+
+
+@dataclass
+class Report:
+    """What was written, and the analysis behind it (tests and callers read the numbers from it)."""
+
+    out_dir: Path
+    markdown: Path
+    html: Path
+    images: list[Path]
+    selection: Selection
+    analysis: Analysis
+
+    @property
+    def files(self) -> list[Path]:
+        return [self.markdown, self.html, *self.images]
+
+
+def build_report(
+    client: MlflowClient,
+    uri: str,
+    out_dir: Path,
+    run_id: str | None = None,
+    experiment: str | None = None,
+    require_finished: bool = True,
+) -> Report:
+    """Write report.md, report.html and the PNGs into out_dir for a sweep (run_id = its parent run),
+    an experiment, or by default the latest sweep of the `dlbench` experiment.
+
+    require_finished=False still writes a report when every job failed (the sweep hook wants the
+    failures on record); the CLI treats "nothing finished" as bad input.
+    """
+    selection = select(client, uri, run_id=run_id, experiment=experiment)
+    analysis = analyze(selection.jobs)
+    if require_finished and not analysis.groups:
+        statuses = Counter(j.status for j in selection.jobs)
+        what = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"
+        raise ReportInputError(
+            f"{_subject(selection)} has no finished runs with a throughput (runs: {what}); "
+            f"list what exists with: {list_hint(uri)}"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    histories: dict[str, History] = {}
+    for job in analysis.finished:
+        if (h := load_history(client, job.run_id, job.start_ms)) is not None:
+            histories[job.run_id] = h
+
+    blocks = [_overview(selection, analysis), findings_block(analysis)]
+    images: list[Path] = []
+    for g in analysis.groups:
+        block = Block(g.title, tables=[result_table(g, analysis.has_spread)])
+        block.paragraphs.append(_table_note(analysis))
+        for kind, draw in (
+            ("throughput", lambda p, g=g: charts.throughput_chart(g, p)),
+            ("memory", lambda p, g=g: charts.memory_chart(g, p)),
+            ("utilization", lambda p, g=g: charts.utilization_chart(g, histories, p)),
+        ):
+            if (png := draw(out_dir / f"{kind}-{g.slug}.png")) is not None:
+                images.append(png)
+                block.images.append(Image(png, f"{kind}: {g.title}"))
+        blocks.append(block)
+    if (png := charts.speedup_chart(analysis, out_dir / "speedup.png")) is not None:
+        images.append(png)
+        blocks.append(Block("Reduced precision vs fp32", images=[Image(png, "speed-up over fp32")]))
+    failed = Block("Failed runs")
+    if analysis.failed:
+        failed.tables.append(failed_table(analysis.failed))
+    else:
+        failed.paragraphs.append("None.")
+    blocks.append(failed)
+
+    title = selection.title
+    md = out_dir / MARKDOWN
+    md.write_text(to_markdown(title, blocks), encoding="utf-8")
+    page = out_dir / HTML
+    page.write_text(to_html(title, blocks), encoding="utf-8")
+    return Report(out_dir, md, page, images, selection, analysis)
+
+
+def _subject(sel: Selection) -> str:
+    if sel.parent is not None:
+        return f"sweep run '{sel.parent.info.run_id}'"
+    return f"experiment '{sel.experiment_name}'"
+
+
+def _table_note(analysis: Analysis) -> str:
+    note = (
+        "Throughput: median of the timed windows, samples/s. × fp32: over the same framework at fp32. "
+        "× fastest framework: over the fastest framework at the same precision. "
+        f"{DASH}: not measured"
+    )
+    return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
+
+
+def _overview(sel: Selection, analysis: Analysis) -> Block:
+    b = Block("Overview")
+    when = min((j.start_ms for j in sel.jobs), default=0)
+    started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
+    b.bullets.append(f"Store `{sel.uri}`, experiment `{sel.experiment_name}` (id {sel.experiment_id})")
+    if sel.parent is not None:
+        tags = sel.parent_tags
+        b.bullets.append(
+            f"Sweep parent run `{sel.parent.info.run_id}` ({sel.parent.info.status}), started {started}"
+        )
+        if tags.get("dlbench.overrides"):
+            b.bullets.append(f"Overrides: `{tags['dlbench.overrides']}`")
+    else:
+        b.bullets.append(
+            f"All job runs of the experiment (the newest run of each configuration), first {started}"
+        )
+    host = next((j.host for j in sel.jobs if j.host), {})
+    if host:
+        b.bullets.append(
+            f"Host {host.get('host', '?')}: {host.get('cpu', '?')}, {host.get('cpu_count', '?')} CPUs, "
+            f"{host.get('mem_total_gib', '?')} GiB; git {host.get('git_commit', '?')}"
+        )
+    gpus = sorted({j.gpu_name for j in sel.jobs if j.gpu_name})
+    devices = sorted({j.device for j in sel.jobs if j.device})
+    b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
+    failed = len(analysis.failed)
+    b.bullets.append(
+        f"Jobs: {len(analysis.finished)} finished, {failed} failed or unfinished"
+        + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
+    )
+    return b

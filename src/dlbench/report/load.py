@@ -1,0 +1,278 @@
+"""Read a sweep's (or an experiment's) job runs out of an MLflow store into plain rows.
+
+Everything goes through MlflowClient, so a sqlite file and a remote `mlflow server` are read the same
+way. Bad input (no such experiment, run or database; nothing finished) raises `ReportInputError` with a
+one-line message that says what exists, so the CLI can print it without a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Run, ViewType
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+PARENT_TAG = "mlflow.parentRunId"
+KIND_TAG = "dlbench.kind"
+SPREAD_FLAG_TAG = "dlbench.spread_flag"
+
+# The job summary metrics a report reads (orchestrator._summary, plus the repeat spread).
+SUMMARY_METRICS = (
+    "throughput",
+    "throughput_p05",
+    "throughput_p95",
+    "throughput_cv",
+    "throughput_spread",
+    "step_time_ms",
+    "warmup_s",
+    "startup_s",
+    "total_s",
+    "gpu_util_mean",
+    "gpu_mem_used_mib_max",
+    "framework_mem_mib_max",
+    "power_w_mean",
+    "energy_j_per_sample",
+    "cpu_util_mean",
+    "host_rss_mib_max",
+    "data_wait_frac",
+    "loss_first",
+    "loss_last",
+)
+# Params that make two runs of one framework x model x precision x mode different measurements.
+# Only those that differ inside a (model, mode) group end up in the group's "variant" label.
+VARIANT_PARAMS = (
+    "batch_size",
+    "model.image_size",
+    "model.depth",
+    "model.num_classes",
+    "dataset.name",
+    "device",
+    "framework.compile",
+    "framework.xla",
+    "framework.hybridize",
+    "data.decode",
+)
+GPU_SERIES = "gpu0/util"
+CPU_SERIES = "host/cpu_util"
+
+
+class ReportInputError(Exception):
+    """The store holds nothing to report on; the message is one line naming what exists instead."""
+
+
+@dataclass
+class JobRow:
+    """One job run, flattened: identity, outcome, summary metrics (NaN when not logged)."""
+
+    run_id: str
+    run_name: str
+    status: str
+    framework: str
+    model: str
+    precision: str
+    mode: str
+    start_ms: int
+    metrics: dict[str, float]
+    variant_params: dict[str, str]
+    failure: str | None = None
+    failure_message: str | None = None
+    spread_flag: str | None = None
+    repeats: int = 1
+    device: str | None = None
+    gpu_name: str | None = None
+    host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
+
+    def metric(self, key: str) -> float:
+        return self.metrics.get(key, math.nan)
+
+
+@dataclass
+class History:
+    """A utilization time series of one run: seconds since the run started, and the values."""
+
+    key: str
+    seconds: list[float]
+    values: list[float]
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.key == GPU_SERIES
+
+
+@dataclass
+class Selection:
+    """What a report covers: the store, the experiment, the sweep's parent run (if any) and its jobs."""
+
+    uri: str
+    experiment_id: str
+    experiment_name: str
+    parent: Run | None
+    jobs: list[JobRow]
+    parent_tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        if self.parent is not None:
+            return f"dlbench report: {self.parent.info.run_name or self.parent.info.run_id}"
+        return f"dlbench report: experiment {self.experiment_name}"
+
+
+def list_hint(uri: str) -> str:
+    """The command that lists what a store holds (quoted in every input error)."""
+    return f"python src/report.py --list --uri {uri}"
+
+
+def open_client(uri: str) -> MlflowClient:
+    """A client for an existing store; a missing sqlite file is an input error (MLflow would create it)."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        if not db.is_file():
+            raise ReportInputError(f"no MLflow database at {db} (pass --uri, or run a sweep first)")
+    return MlflowClient(tracking_uri=uri)
+
+
+def search_all(
+    client: MlflowClient, experiment_ids: list[str], filter_string: str = "", **kw: Any
+) -> list[Run]:
+    """search_runs over every page (MLflow caps a page at a few thousand runs)."""
+    out: list[Run] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            experiment_ids,
+            filter_string,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=1000,
+            page_token=token,
+            **kw,
+        )
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def select(
+    client: MlflowClient, uri: str, run_id: str | None = None, experiment: str | None = None
+) -> Selection:
+    """Resolve the report's subject: a sweep's parent run, an experiment, or (neither) the latest
+    sweep of the `dlbench` experiment."""
+    if run_id:
+        return _select_run(client, uri, run_id)
+    name = experiment or "dlbench"
+    exp = _experiment(client, uri, name)
+    if experiment:
+        runs = [r for r in search_all(client, [exp.experiment_id]) if _is_job(r)]
+        return Selection(uri, exp.experiment_id, exp.name, None, [job_row(r) for r in runs])
+    latest = client.search_runs(
+        [exp.experiment_id],
+        f"tags.`{KIND_TAG}` = 'sweep'",
+        run_view_type=ViewType.ACTIVE_ONLY,
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+    )
+    if not latest:
+        raise ReportInputError(
+            f"experiment '{name}' in {uri} has no sweep runs; pass --experiment {name} to report its "
+            f"single runs, or list what exists with: {list_hint(uri)}"
+        )
+    return _select_run(client, uri, latest[0].info.run_id)
+
+
+def _select_run(client: MlflowClient, uri: str, run_id: str) -> Selection:
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise ReportInputError(
+            f"no run '{run_id}' in {uri}; list the sweeps with: {list_hint(uri)}"
+        ) from None
+    eid = run.info.experiment_id
+    exp = client.get_experiment(eid)
+    children = [r for r in search_all(client, [eid], f"tags.`{PARENT_TAG}` = '{run_id}'") if _is_job(r)]
+    if children:
+        return Selection(uri, eid, exp.name, run, [job_row(r) for r in children], dict(run.data.tags))
+    if _is_job(run):  # a single run (no sweep): report on it alone
+        return Selection(uri, eid, exp.name, None, [job_row(run)])
+    raise ReportInputError(
+        f"run '{run_id}' in {uri} has no job runs under it; list the sweeps with: {list_hint(uri)}"
+    )
+
+
+def _experiment(client: MlflowClient, uri: str, name: str) -> Any:
+    exp = client.get_experiment_by_name(name)
+    if exp is None or exp.lifecycle_stage != "active":
+        names = ", ".join(e.name for e in client.search_experiments()) or "(none)"
+        raise ReportInputError(
+            f"no experiment '{name}' in {uri}; experiments there: {names} (details: {list_hint(uri)})"
+        )
+    return exp
+
+
+def _is_job(run: Run) -> bool:
+    return run.data.tags.get(KIND_TAG) != "sweep" and "framework.name" in run.data.params
+
+
+def job_row(run: Run) -> JobRow:
+    """Flatten one job run (params are the flattened job config, see orchestrator._open_run)."""
+    p, m, t = run.data.params, run.data.metrics, run.data.tags
+    message = t.get("failure.message")
+    repeats = p.get("schedule.repeats", "1")
+    return JobRow(
+        run_id=run.info.run_id,
+        run_name=run.info.run_name or run.info.run_id,
+        status=run.info.status,
+        framework=p.get("framework.name", "?"),
+        model=p.get("model.name", "?"),
+        precision=p.get("precision.name", "?"),
+        mode=p.get("mode", "?"),
+        start_ms=run.info.start_time or 0,
+        metrics={k: float(m[k]) for k in SUMMARY_METRICS if k in m},
+        variant_params={k: p[k] for k in VARIANT_PARAMS if k in p},
+        failure=t.get("failure"),
+        failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
+        spread_flag=t.get(SPREAD_FLAG_TAG),
+        repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
+        device=t.get("device"),
+        gpu_name=t.get("gpu.gpu0_name"),
+        host={k.removeprefix("host."): v for k, v in t.items() if k.startswith("host.")},
+    )
+
+
+def load_history(client: MlflowClient, run_id: str, start_ms: int) -> History | None:
+    """GPU utilization over time, else the host CPU utilization (CPU-only runs have no GPU series)."""
+    for key in (GPU_SERIES, CPU_SERIES):
+        points = client.get_metric_history(run_id, key)
+        if points:
+            points = sorted(points, key=lambda p: (p.timestamp, p.step))
+            t0 = start_ms or points[0].timestamp
+            return History(key, [(p.timestamp - t0) / 1000.0 for p in points], [p.value for p in points])
+    return None
+
+
+def describe_store(client: MlflowClient, uri: str, sweeps_per_experiment: int = 10) -> list[str]:
+    """Lines for `--list`: each experiment with its latest sweeps (parent run id, name, status, jobs)."""
+    lines = [f"MLflow store {uri}"]
+    for exp in client.search_experiments():
+        runs = search_all(client, [exp.experiment_id])
+        sweeps = sorted(
+            (r for r in runs if r.data.tags.get(KIND_TAG) == "sweep"), key=lambda r: -(r.info.start_time or 0)
+        )
+        jobs = sum(1 for r in runs if _is_job(r))
+        lines.append(
+            f"experiment '{exp.name}' (id {exp.experiment_id}): {len(sweeps)} sweep(s), {jobs} job run(s)"
+        )
+        parents: dict[str, int] = {}
+        for r in runs:
+            if pid := r.data.tags.get(PARENT_TAG):
+                parents[pid] = parents.get(pid, 0) + 1
+        for s in sweeps[:sweeps_per_experiment]:
+            lines.append(
+                f"  --run {s.info.run_id}  {s.info.run_name}  {s.info.status}  {parents.get(s.info.run_id, 0)} jobs"
+            )
+        if len(sweeps) > sweeps_per_experiment:
+            lines.append(f"  ... {len(sweeps) - sweeps_per_experiment} older sweeps")
+    return lines
