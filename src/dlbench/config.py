@@ -9,6 +9,7 @@ This module imports neither Hydra nor a framework: the worker builds a `JobConfi
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,8 +190,10 @@ def validate(job: JobConfig) -> None:
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
-    if job.dataset.name != "synthetic" and not job.dataset.path:
-        raise ConfigError(f"dataset={job.dataset.name} needs dataset.path (a folder with the data)")
+    d = job.dataset
+    if d.name != "synthetic" and not d.path and not (d.path_env and os.environ.get(d.path_env)):
+        hint = f" or set ${d.path_env}" if d.path_env else ""
+        raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 
 
 def register_configs() -> None:

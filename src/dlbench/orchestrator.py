@@ -53,8 +53,8 @@ def run_job(job: JobConfig, ctx: JobContext) -> str:
         log.warning("%s: skipped (fail_fast=true and an earlier job failed)", ctx.label)
         return "SKIPPED"
     try:
-        data_facts = check_dataset(job)  # first: it fills dataset.path from $dataset.path_env
         validate(job)
+        data_facts = check_dataset(job)  # fills dataset.path from $dataset.path_env
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         _tally(job, ctx, "FAILED")
@@ -172,6 +172,8 @@ class JobRunner:
             self.progress.window(ev["index"], ev["throughput"])
         elif kind == events.DONE:
             rec.done = ev
+            if ev.get("gflops") is not None and len(self.records) == 1:
+                run.params({"model.gflops": f"{ev['gflops']:.4f}"})
         elif kind == events.ERROR:
             rec.error = ev
 

@@ -58,6 +58,9 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
     if windows:
         out.update(_window_figures(records, windows))
         out.update(_telemetry_figures(records, samples, windows))
+    skipped = [r.done["precision"].get("data_skipped") for r in records if r.done]
+    if any(x is not None for x in skipped):
+        out["data_skipped"] = float(max(x or 0 for x in skipped))
     mems = [r.done["framework_mem_bytes"] for r in records if r.done and r.done.get("framework_mem_bytes")]
     if mems:
         out["framework_mem_mib_max"] = max(mems) / 2**20

@@ -48,17 +48,24 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def _versions(backend, job: JobConfig) -> dict[str, str]:
+    out = backend.versions()
+    if job.dataset.name != "synthetic" and job.mode != "data":  # fed by DALI: its version matters too
+        from dlbench.data.bench import versions as dali_versions
+
+        out |= dali_versions()
+    return out
+
+
 def run(job: JobConfig, emit: events.EventWriter) -> None:
     t0 = time.perf_counter()
-    backend = load_backend(job.framework.name)
+    if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
+        from dlbench.data import bench as backend
+    else:
+        backend = load_backend(job.framework.name)
     import_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    if job.mode == "data":  # the input pipeline alone: no model (dlbench.data.bench)
-        from dlbench.data.bench import DataBench
-
-        bench = DataBench(job)
-    else:
-        bench = backend.build(job)
+    bench = backend.build(job)
     build_s = time.perf_counter() - t1
     emit.emit(
         events.BUILT,
@@ -67,14 +74,18 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         params=bench.params(),
         device=bench.device,
         samples_per_step=bench.samples_per_step,
-        versions=backend.versions(),
+        versions=_versions(backend, job),
     )
     try:
         warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
         emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
         fault = os.abort if job.debug.fault == "abort" else None
         timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
-        emit.emit(events.DONE, precision=bench.precision_report(), framework_mem_bytes=bench.memory())
+        precision, memory = bench.precision_report(), bench.memory()
+        # After the timing, so it costs no startup time: the network's size as its framework counts it.
+        stats = getattr(backend, "model_stats", None)
+        gflops = stats(job.model)["gflops"] if stats else None
+        emit.emit(events.DONE, precision=precision, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
 

@@ -14,8 +14,17 @@ def record(t0: float, throughputs: list[float], power: float | None = None) -> R
     t = t0 + 5.0
     for i, tp in enumerate(throughputs):
         rec.windows.append(
-            {"index": i, "t_start": t, "t": t + 1.0, "seconds": 1.0, "samples": int(tp), "steps": 1,
-             "throughput": tp, "loss": 2.0 - 0.1 * i, "data_wait_s": 0.25}  # fmt: skip
+            {
+                "index": i,
+                "t_start": t,
+                "t": t + 1.0,
+                "seconds": 1.0,
+                "samples": int(tp),
+                "steps": 1,
+                "throughput": tp,
+                "loss": 2.0 - 0.1 * i,
+                "data_wait_s": 0.25,
+            }  # fmt: skip
         )
         t += 1.0
     rec.done = {"framework_mem_bytes": 3 * 2**20, "precision": {"compute_dtype": "float32"}}
@@ -38,7 +47,11 @@ def test_single_repeat_figures():
 
 
 def test_repeats_report_median_of_medians_and_spread():
-    recs = [record(100.0, [100.0, 100.0, 100.0]), record(200.0, [108.0, 108.0, 108.0]), record(300.0, [104.0] * 3)]
+    recs = [
+        record(100.0, [100.0, 100.0, 100.0]),
+        record(200.0, [108.0, 108.0, 108.0]),
+        record(300.0, [104.0] * 3),
+    ]
     out = summarize_job(recs, [])
     assert out["throughput"] == 104.0
     assert out["throughput_spread"] == pytest.approx(8.0 / 104.0)
@@ -48,7 +61,11 @@ def test_repeats_report_median_of_medians_and_spread():
 
 def test_telemetry_between_repeats_is_not_counted():
     recs = [record(100.0, [100.0]), record(200.0, [100.0])]
-    samples = [{"t": 105.5, "host/cpu_util": 90.0}, {"t": 150.0, "host/cpu_util": 0.0}, {"t": 205.5, "host/cpu_util": 80.0}]
+    samples = [
+        {"t": 105.5, "host/cpu_util": 90.0},
+        {"t": 150.0, "host/cpu_util": 0.0},
+        {"t": 205.5, "host/cpu_util": 80.0},
+    ]
     assert summarize_job(recs, samples)["cpu_util_mean"] == 85.0
 
 

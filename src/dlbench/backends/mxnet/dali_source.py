@@ -1,0 +1,50 @@
+"""DALI-fed input for the MXNet bench: `next() -> (x, y)` NDArrays on the bench's context.
+
+DALI >= 1.40 has no MXNet plugin, so this is a small iterator over `pipe.run()` (host-synchronous
+outputs; DALI still prefetches `data.prefetch` batches ahead). On a GPU context the batch is handed
+over by DLPack (`mx.nd.from_dlpack`, zero copy); on the CPU it is copied once from DALI's buffer
+(a numpy view) into an NDArray, because DALI reuses that buffer. x is NCHW (Gluon's layout), y
+float32 labels of shape (N,) (Gluon's softmax cross-entropy picks with float indices).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlbench.backends.mxnet._compat import mx
+from dlbench.config import JobConfig
+from dlbench.data.pipelines import ImagePipeline
+
+
+class DaliSource:
+    """Image batches from the job's dataset through DALI (dlbench.data.pipelines)."""
+
+    def __init__(self, job: JobConfig, ctx: Any, dtype: str | None = None, layout: str = "NCHW") -> None:
+        """ctx: the bench's mx.Context; dtype: None = the precision's choice (pipelines.output_dtype)."""
+        self.ctx = ctx
+        self.on_gpu = ctx.device_type == "gpu"
+        self.pipeline = ImagePipeline(
+            job, ctx.device_id if self.on_gpu else None, layout, dtype, label_dtype="float32"
+        )
+        self.skipped = self.pipeline.skipped
+
+    def _to_mx(self, out: Any) -> Any:
+        tensor = out.as_tensor()
+        if self.on_gpu:
+            return mx.nd.from_dlpack(tensor.__dlpack__())
+        view = np.asarray(tensor)  # no copy: DALI's buffer
+        return mx.nd.array(view, ctx=self.ctx, dtype=view.dtype)  # synchronous copy into MXNet
+
+    def next(self) -> tuple[Any, Any]:
+        try:
+            x, y = self.pipeline.pipe.run()
+        except RuntimeError as exc:
+            if (err := self.pipeline.explain(exc)) is not None:
+                raise err from exc
+            raise
+        return self._to_mx(x), self._to_mx(y)
+
+    def close(self) -> None:
+        self.pipeline.close()

@@ -1,0 +1,95 @@
+"""`mode=data`: the input pipeline alone, timed like a model (samples/s), no framework involved.
+
+A Bench (dlbench.backends.base) whose step() fetches one batch from the job's DALI pipeline. The
+pipeline is the one the framework's job would get (same layout, dtype, decode placement, threads
+and prefetch), so "data" throughput is the ceiling the loader puts on that training job. Outputs of
+`Pipeline.run()` are host-synchronous (also for GPU outputs), so sync() has nothing left to wait for.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dlbench.backends.base import BackendUnavailable
+from dlbench.config import JobConfig
+from dlbench.data.pipelines import ImagePipeline, cuda_device_count
+
+
+def preferred_layout(framework: str, on_gpu: bool) -> str:
+    """The layout each framework's model consumes: TF NHWC; torch channels_last (NHWC) on a GPU,
+    NCHW on the CPU; MXNet NCHW."""
+    if framework == "tf" or (framework == "torch" and on_gpu):
+        return "NHWC"
+    return "NCHW"
+
+
+class DataBench:
+    """Bench protocol over a DALI pipeline: one step = one batch delivered."""
+
+    def __init__(self, job: JobConfig) -> None:
+        gpus = 0 if job.device == "cpu" else cuda_device_count()
+        if job.device == "cuda" and gpus == 0:
+            raise BackendUnavailable("device=cuda: DALI sees no CUDA GPU here; use device=cpu or device=auto")
+        device_id = 0 if gpus else None
+        self.device = "cuda:0" if gpus else "cpu"
+        self.samples_per_step = job.batch_size
+        layout = preferred_layout(job.framework.name, gpus > 0)
+        self.pipeline = ImagePipeline(job, device_id, layout)
+        self._busy = 0.0
+        self._outputs: Any = None
+
+    def step(self) -> None:
+        t = time.perf_counter()
+        try:
+            self._outputs = self.pipeline.pipe.run()
+        except RuntimeError as exc:
+            if (err := self.pipeline.explain(exc)) is not None:
+                raise err from exc
+            raise
+        finally:
+            self._busy += time.perf_counter() - t
+
+    def sync(self) -> None:
+        """Nothing to wait for: run() returned host-synchronous outputs."""
+
+    def loss(self) -> float | None:
+        return None
+
+    def data_wait_s(self) -> float:
+        return self._busy  # all of a data step is waiting for data
+
+    def memory(self) -> int | None:
+        return None
+
+    def precision_report(self) -> dict[str, Any]:
+        import nvidia.dali
+
+        p = self.pipeline
+        return {
+            "compute_dtype": p.dtype,  # what the pipeline emits: no model computes here
+            "layout": p.layout,
+            "decode": p.decode,
+            "dataset_format": p.dataset.format,
+            "data_samples": p.num_samples,
+            "data_skipped": p.skipped,
+            "dali": nvidia.dali.__version__,
+        }
+
+    def params(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self._outputs = None
+        self.pipeline.close()
+
+
+# The worker treats this module as the backend for mode=data (build + versions, as backends do).
+def build(job: JobConfig) -> DataBench:
+    return DataBench(job)
+
+
+def versions() -> dict[str, str]:
+    import nvidia.dali
+
+    return {"dali": nvidia.dali.__version__}
