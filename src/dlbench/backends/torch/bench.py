@@ -84,6 +84,11 @@ class TorchBench:
         return batch
 
     def step(self) -> None:
+        self._step()
+        if self.probe.active:  # the first step has shown the dtypes; no hook in the timed loop
+            self.probe.remove()
+
+    def _step(self) -> None:
         x, y = self._batch()
         if not self.train:
             with torch.inference_mode(), self.prec.autocast():

@@ -63,6 +63,10 @@ class DtypeProbe:
 
         return hook
 
+    @property
+    def active(self) -> bool:
+        return bool(self._hooks)
+
     def remove(self) -> None:
         for h in self._hooks:
             h.remove()
