@@ -24,7 +24,15 @@ def images(tmp_path_factory):
 
 
 def test_three_frameworks_fed_by_dali(cli, images):
-    res = cli.run(["framework=tf,torch,mxnet", "dataset=imagenet", f"dataset.path={images}", "data.num_threads=1", *TINY])
+    res = cli.run(
+        [
+            "framework=tf,torch,mxnet",
+            "dataset=imagenet",
+            f"dataset.path={images}",
+            "data.num_threads=1",
+            *TINY,
+        ]
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     kids = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
     assert sorted(r.data.params["framework.name"] for r in kids) == ["mxnet", "tf", "torch"]

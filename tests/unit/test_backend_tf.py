@@ -8,21 +8,15 @@ other test files import torch. The subprocesses run side by side, one compute th
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from dlbench.config import JobConfig, PrecisionConfig
+from dlbench.config import PrecisionConfig
+from tests.worker_jobs import run_all, worker_env
 
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("tensorflow is not installed in this interpreter", allow_module_level=True)
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Reference values, from torchvision (resnet50, vgg16) and the torch backend's CifarResNet (option A),
 # counted with requires_grad parameters; FLOPs from torch.utils.flop_counter at batch 1 (conv + linear,
@@ -77,62 +71,13 @@ JOBS = {
 }
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
-    # Several TF processes share the CPU here: one compute thread each keeps them from thrashing.
-    env.update(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
-
-
-def _job_file(tmp: Path, name: str, spec: dict) -> Path:
-    job = JobConfig()
-    job.framework.name = "tf"
-    job.model.name = "resnet_cifar"
-    job.model.depth = 8
-    job.model.image_size = 32
-    job.model.num_classes = 10
-    job.schedule.batch_size = 2
-    job.schedule.warmup_steps = 1
-    job.schedule.steps_per_window = 2
-    job.schedule.windows = 2
-    job.mode = spec["mode"]
-    job.device = "cpu"
-    job.precision = spec["precision"]
-    path = tmp / f"{name}.json"
-    path.write_text(json.dumps(job.to_dict()))
-    return path
-
-
-def _worker(job_path: Path) -> tuple[int, list[dict], str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbench.worker", "--job", str(job_path), "--events-fd", "1"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return proc.returncode, events, proc.stderr
-
-
-def _stats() -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", STATS_SCRIPT], capture_output=True, text=True, env=_env(), timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("STATS "))
-    return json.loads(line.removeprefix("STATS "))
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    tmp = tmp_path_factory.mktemp("tf_jobs")
-    with ThreadPoolExecutor(max_workers=len(JOBS) + 1) as pool:
-        stats = pool.submit(_stats)
-        workers = {name: pool.submit(_worker, _job_file(tmp, name, spec)) for name, spec in JOBS.items()}
-        return {"stats": stats.result(), **{name: f.result() for name, f in workers.items()}}
+    # Several processes share the CPU here: one compute thread each keeps them from thrashing.
+    env = worker_env(
+        OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2"
+    )
+    return run_all("tf", JOBS, STATS_SCRIPT, tmp_path_factory.mktemp("tf_jobs"), env, depth=8)
 
 
 @pytest.mark.parametrize(("model", "classes"), sorted(TORCH_PARAMS))

@@ -1,0 +1,74 @@
+"""Running one framework's worker, or a snippet, in a subprocess: frameworks never share a process
+(triton, shipped with torch, segfaults when loaded after TensorFlow), and tests often run several at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from dlbench.config import JobConfig
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def worker_env(**threads: str) -> dict[str, str]:
+    """dlbench importable, plus per-framework thread caps so parallel subprocesses do not thrash."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env.update(threads)
+    return env
+
+
+def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
+    """A CIFAR ResNet at 32x32, batch 2, 1 warm-up step, 2 windows of 2 steps, on the CPU."""
+    job = JobConfig()
+    job.framework.name = framework
+    job.framework.hybridize = spec.get("hybridize", True)
+    job.model.name, job.model.depth, job.model.image_size, job.model.num_classes = (
+        "resnet_cifar",
+        depth,
+        32,
+        10,
+    )
+    s = job.schedule
+    s.batch_size, s.warmup_steps, s.steps_per_window, s.windows = 2, 1, 2, 2
+    job.mode, job.device, job.precision = spec["mode"], "cpu", spec["precision"]
+    return job
+
+
+def run_worker(job: JobConfig, path: Path, env: dict[str, str]) -> tuple[int, list[dict], str]:
+    """`python -m dlbench.worker` with events on stdout: (exit code, events, stderr)."""
+    path.write_text(json.dumps(job.to_dict()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return proc.returncode, events, proc.stderr
+
+
+def run_snippet(script: str, env: dict[str, str], marker: str = "STATS ") -> dict:
+    """Run python code in a subprocess; return the JSON it printed after `marker`."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith(marker))
+    return json.loads(line.removeprefix(marker))
+
+
+def run_all(
+    framework: str, jobs: dict[str, dict], stats_script: str, tmp: Path, env: dict[str, str], depth: int = 8
+) -> dict:
+    """The stats snippet and every job's worker at once: {"stats": ..., name: (rc, events, stderr)}."""
+    with ThreadPoolExecutor(max_workers=len(jobs) + 1) as pool:
+        stats = pool.submit(run_snippet, stats_script, env)
+        workers = {
+            name: pool.submit(run_worker, tiny_job(framework, spec, depth), tmp / f"{name}.json", env)
+            for name, spec in jobs.items()
+        }
+        return {"stats": stats.result(), **{name: f.result() for name, f in workers.items()}}
