@@ -188,3 +188,20 @@ def test_repeats_run_fresh_workers_and_record_the_spread(cli):
     assert len(client.get_metric_history(run.info.run_id, "repeat/throughput")) == 2
     assert len(client.get_metric_history(run.info.run_id, "window/throughput")) == 6
     assert "repeat 2/2" in res.stdout + res.stderr
+
+
+def test_mlflow_run_reproduces_a_sweep_through_the_mlproject(cli):
+    mlflow = Path(sys.executable).parent / "mlflow"
+    env = cli.env(MLFLOW_TRACKING_URI=cli.uri, PATH=f"{Path(sys.executable).parent}:{cli.env()['PATH']}")
+    overrides = f"-m precision=fp32,bf16 {' '.join(TINY)} hydra.sweep.dir={cli.tmp / 'sweep'}"
+    res = subprocess.run(
+        [str(mlflow), "run", str(Path(__file__).resolve().parents[2]), "--env-manager", "local", "-P", f"overrides={overrides}"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = cli.client().search_runs([cli.client().get_experiment_by_name("Default").experiment_id])
+    (outer,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert outer.info.status == "FINISHED" and outer.data.tags["dlbench.kind"] == "sweep"
+    kids = children_of(runs, outer.info.run_id)
+    assert sorted(k.data.params["precision.name"] for k in kids) == ["bf16", "fp32"]
+    assert all(k.info.status == "FINISHED" for k in kids)
