@@ -98,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     # (class, file name, bytes), interleaved by class so unshuffled readers still see every label
     jobs = [(i, c) for i in range(args.per_class) for c in range(args.classes)]
     make = functools.partial(_make, args)
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:  # ~40 ms an image: use every core
-        images = list(pool.map(make, jobs, chunksize=max(1, len(jobs) // (8 * (args.workers or 8)))))
+    if args.workers == 1:
+        images = [make(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:  # ~40 ms an image: use every core
+            images = list(pool.map(make, jobs, chunksize=max(1, len(jobs) // (8 * (args.workers or 8)))))
     samples: list[tuple[int, str, bytes]] = [
         (c, f"{names[c]}_{i:05d}.jpg", data) for (i, c), data in zip(jobs, images, strict=True)
     ]

@@ -33,12 +33,16 @@ N = CLASSES * PER_CLASS
 SIZE = 32
 
 
-def _make(out: Path, corrupt: int = 0) -> Path:
-    spec = importlib.util.spec_from_file_location("make_image_dataset", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _make(out: Path, corrupt: int = 0, workers: int = 1) -> Path:
+    module = sys.modules.get("make_image_dataset")
+    if module is None:  # registered, so its process pool can pickle the image function by name
+        spec = importlib.util.spec_from_file_location("make_image_dataset", SCRIPT)
+        module = sys.modules["make_image_dataset"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     args = ["--out", str(out), "--classes", str(CLASSES), "--per-class", str(PER_CLASS), "--seed", "1"]
-    module.main([*args, "--min-size", "64", "--max-size", "128", "--corrupt", str(corrupt)])
+    module.main(
+        [*args, "--min-size", "64", "--max-size", "128", "--corrupt", str(corrupt), "--workers", str(workers)]
+    )
     return out
 
 
@@ -246,7 +250,7 @@ def test_image_checks_find_truncated_and_foreign_files(data, corrupt, tmp_path):
 
 
 def test_dataset_script_is_deterministic(data, tmp_path):
-    again = _make(tmp_path / "again")
+    again = _make(tmp_path / "again", workers=2)  # the process pool makes the same bytes
     for rel in ("folder/c001/c001_00003.jpg", "tfrecord/train-00001-of-00002", "recordio/train.rec"):
         assert (again / rel).read_bytes() == (data / rel).read_bytes(), rel
 
