@@ -92,6 +92,8 @@ def _telemetry_figures(
 ) -> dict[str, float]:
     spans = [r.timed_span() for r in records if r.timed_span()]
     inside = [s for s in samples if any(t0 <= s["t"] <= t1 for t0, t1 in spans)]
+    if not inside and samples:  # a timed phase shorter than the sampling interval: nearest sample
+        inside = [min(samples, key=lambda s: min(abs(s["t"] - (t0 + t1) / 2) for t0, t1 in spans))]
     out = summarize_samples(inside, float("-inf"), float("inf"))
     if "power_w_mean" in out:
         seconds = sum(w["seconds"] for w in windows)
