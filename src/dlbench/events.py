@@ -19,8 +19,6 @@ WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait
 DONE = "done"  # precision (report), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 
-KINDS = (HELLO, BUILT, WARMUP_STEP, WARMUP_DONE, WINDOW, DONE, ERROR)
-
 
 class EventWriter:
     """Writes events to an inherited pipe file descriptor, unbuffered, one line per event."""

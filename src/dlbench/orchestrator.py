@@ -261,8 +261,8 @@ class JobRunner:
             return
         for i, rec in enumerate(self.records):
             if rec.windows:
-                median = sorted(w["throughput"] for w in rec.windows)[len(rec.windows) // 2]
-                self.run_log.metrics({"repeat/throughput": median}, step=i, timestamp=rec.windows[-1]["t"])
+                series = {"repeat/throughput": rec.median_throughput}
+                self.run_log.metrics(series, step=i, timestamp=rec.windows[-1]["t"])
 
     def _log_tags_and_artifacts(
         self, status: str, failure: str | None, samples: list[dict[str, float]], metrics: dict[str, float]

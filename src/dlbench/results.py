@@ -34,6 +34,10 @@ class RepeatRecord:
     def startup_s(self) -> float | None:
         return self.built["t"] - self.t_start if self.built else None
 
+    @property
+    def median_throughput(self) -> float | None:
+        return statistics.median(w["throughput"] for w in self.windows) if self.windows else None
+
     def timed_span(self) -> tuple[float, float] | None:
         return (self.windows[0]["t_start"], self.windows[-1]["t"]) if self.windows else None
 
@@ -70,7 +74,7 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
 def _window_figures(records: list[RepeatRecord], windows: list[dict[str, Any]]) -> dict[str, float]:
     batch = windows[0]["samples"] // windows[0]["steps"]
     out = summarize_windows([w["throughput"] for w in windows], batch)
-    medians = [statistics.median(w["throughput"] for w in r.windows) for r in records if r.windows]
+    medians = [r.median_throughput for r in records if r.windows]
     if len(medians) > 1:
         median = statistics.median(medians)
         out["throughput"] = median

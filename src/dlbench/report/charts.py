@@ -52,6 +52,28 @@ def _nan0(x: float) -> float:
     return 0.0 if math.isnan(x) else max(x, 0.0)
 
 
+def _grouped_bars(ax, n_cats: int, precisions: list[str], value, label: str) -> None:
+    """One bar per precision in each of n_cats categories; value(k, precision) -> (y, low, high) or
+    None; whiskers from low to high, each bar labelled with label.format(y)."""
+    width = 0.8 / len(precisions)
+    for i, precision in enumerate(precisions):
+        xs, ys, lo, hi = [], [], [], []
+        for k in range(n_cats):
+            v = value(k, precision)
+            if v is None:
+                continue
+            y, y_lo, y_hi = v
+            xs.append(k - 0.4 + width * (i + 0.5))
+            ys.append(y)
+            lo.append(_nan0(y - y_lo))
+            hi.append(_nan0(y_hi - y))
+        bars = ax.bar(
+            xs, ys, width * 0.92, yerr=[lo, hi], capsize=3, label=precision,
+            color=_color(PRECISION_COLORS, precision, i),
+        )  # fmt: skip
+        _base_labels(ax, bars, [label.format(y) for y in ys])
+
+
 def throughput_chart(group: Group, path: Path) -> Path | None:
     """Grouped bars: frameworks on x, one bar per precision, p5–p95 as (asymmetric) error bars."""
     df = group.frame()
@@ -61,28 +83,15 @@ def throughput_chart(group: Group, path: Path) -> Path | None:
     precisions = list(dict.fromkeys(df["precision"]))
     fig = Figure(figsize=(max(5.0, 1.6 * len(frameworks) * max(1, len(precisions)) * 0.6 + 2), 3.8))
     ax = fig.add_subplot()
-    width = 0.8 / len(precisions)
-    for i, precision in enumerate(precisions):
-        xs, ys, lo, hi = [], [], [], []
-        for k, fw in enumerate(frameworks):
-            row = df[(df.framework == fw) & (df.precision == precision)]
-            if row.empty:
-                continue
-            r = row.iloc[0]
-            xs.append(k - 0.4 + width * (i + 0.5))
-            ys.append(r.throughput)
-            lo.append(_nan0(r.throughput - r.p05))
-            hi.append(_nan0(r.p95 - r.throughput))
-        bars = ax.bar(
-            xs,
-            ys,
-            width * 0.92,
-            yerr=[lo, hi],
-            capsize=3,
-            label=precision,
-            color=_color(PRECISION_COLORS, precision, i),
-        )
-        _base_labels(ax, bars, [f"{y:.3g}" for y in ys])
+
+    def value(k: int, precision: str) -> tuple[float, float, float] | None:
+        row = df[(df.framework == frameworks[k]) & (df.precision == precision)]
+        if row.empty:
+            return None
+        r = row.iloc[0]
+        return r.throughput, r.p05, r.p95
+
+    _grouped_bars(ax, len(frameworks), precisions, value, "{:.3g}")
     ax.set_xticks(range(len(frameworks)), frameworks)
     ax.set_ylabel("samples/s (median)")
     ax.set_title(f"Throughput: {group.title} — bars median, whiskers p5–p95", fontsize=10)
@@ -110,27 +119,7 @@ def speedup_chart(analysis: Analysis, path: Path) -> Path | None:
         return None
     fig = Figure(figsize=(max(5.0, 1.1 * len(cats) * max(1, len(precisions)) + 1.5), 3.8))
     ax = fig.add_subplot()
-    width = 0.8 / len(precisions)
-    for i, precision in enumerate(precisions):
-        xs, ys, lo, hi = [], [], [], []
-        for k, (_, values) in enumerate(cats):
-            if precision not in values:
-                continue
-            s, s_lo, s_hi = values[precision]
-            xs.append(k - 0.4 + width * (i + 0.5))
-            ys.append(s)
-            lo.append(_nan0(s - s_lo))
-            hi.append(_nan0(s_hi - s))
-        bars = ax.bar(
-            xs,
-            ys,
-            width * 0.92,
-            yerr=[lo, hi],
-            capsize=3,
-            label=precision,
-            color=_color(PRECISION_COLORS, precision, i),
-        )
-        _base_labels(ax, bars, [f"{y:.2f}×" for y in ys])
+    _grouped_bars(ax, len(cats), precisions, lambda k, precision: cats[k][1].get(precision), "{:.2f}×")
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(cats)), [c for c, _ in cats], fontsize=8)
     ax.set_ylabel("× fp32 throughput")

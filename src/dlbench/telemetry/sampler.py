@@ -99,10 +99,3 @@ def summarize(samples: list[dict[str, float]], t0: float, t1: float) -> dict[str
         if values:
             out[metric] = float(reduce(values))
     return out
-
-
-def series_names(samples: list[dict[str, float]]) -> list[str]:
-    names: dict[str, None] = {}
-    for s in samples:
-        names.update(dict.fromkeys(k for k in s if k != "t"))
-    return list(names)
