@@ -17,6 +17,8 @@ FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+OPTIMIZER_IMPLS = ("auto", "fused", "foreach")
 
 
 class ConfigError(ValueError):
@@ -29,6 +31,10 @@ class FrameworkConfig:
     # Interpreter that runs this framework's worker; null = the interpreter running dlbench.
     python: str | None = None
     compile: bool = False  # torch: wrap the model in torch.compile
+    compile_mode: str = "default"  # torch: torch.compile mode, one of COMPILE_MODES
+    # torch: SGD implementation. fused = one kernel, and with fp16 loss scaling it checks for overflow on
+    # the GPU instead of syncing the host every step; auto = fused on CUDA, foreach elsewhere.
+    optimizer_impl: str = "auto"
     xla: bool = False  # tf: jit_compile the train/infer step
     hybridize: bool = True  # mxnet: hybridize the Gluon block
 
@@ -186,6 +192,14 @@ def validate(job: JobConfig) -> None:
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
         (job.debug.fault in (None, "abort"), "debug.fault: only null or abort"),
+        (
+            job.framework.compile_mode in COMPILE_MODES,
+            f"framework.compile_mode={job.framework.compile_mode!r}: use one of {COMPILE_MODES}",
+        ),
+        (
+            job.framework.optimizer_impl in OPTIMIZER_IMPLS,
+            f"framework.optimizer_impl={job.framework.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
+        ),
     ]
     for ok, message in checks:
         if not ok:

@@ -83,6 +83,8 @@ def test_wrong_type_is_refused_at_composition(compose):
         ({"device": "tpu"}, "device"),
         ({"telemetry": {"interval_s": 0}}, "telemetry.interval_s"),
         ({"dataset": {"name": "imagenet"}}, "dataset.path"),
+        ({"framework": {"compile_mode": "fast"}}, "framework.compile_mode"),
+        ({"framework": {"optimizer_impl": "apex"}}, "framework.optimizer_impl"),
     ],
 )
 def test_validate_names_the_key_in_one_line(change, key):

@@ -78,6 +78,9 @@ def test_a_failed_first_step_still_yields_what_was_collected():
 
 def test_a_timed_phase_between_two_samples_uses_the_nearest():
     rec = record(100.0, [100.0])  # timed from 105.0 to 106.0
-    samples = [{"t": 104.0, "host/cpu_util": 10.0}, {"t": 106.3, "host/cpu_util": 90.0, "host/rss_mib": 512.0}]
+    samples = [
+        {"t": 104.0, "host/cpu_util": 10.0},
+        {"t": 106.3, "host/cpu_util": 90.0, "host/rss_mib": 512.0},
+    ]
     out = summarize_job([rec], samples)
     assert out["cpu_util_mean"] == 90.0 and out["host_rss_mib_max"] == 512.0
