@@ -49,17 +49,20 @@ def main() -> None:
     y = torch.randint(0, 1000, (a.batch,), device=dev)
     fused = a.optimizer == "fused"
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=fused, foreach=not fused or None)
+    if fused:  # torch's fused SGD fills a missing buffer from inf grads on a skipped step: start at zero
+        for p_ in model.parameters():
+            opt.state[p_]["momentum_buffer"] = torch.zeros_like(p_)
     scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def autocast():
         return torch.autocast("cuda", dtype=dtype) if dtype else contextlib.nullcontext()
 
-    def step() -> None:
+    def step() -> torch.Tensor | None:
         if a.mode == "infer":
             with torch.inference_mode(), autocast():
                 run(x)
-            return
+            return None
         with autocast():
             loss = loss_fn(run(x), y)
         opt.zero_grad(set_to_none=True)
@@ -70,6 +73,7 @@ def main() -> None:
         else:
             loss.backward()
             opt.step()
+        return loss.detach()
 
     for _ in range(a.warmup):
         step()
@@ -79,11 +83,12 @@ def main() -> None:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(a.steps):
-            step()
+            loss = step()
         end.record()
         end.synchronize()
         rates.append(a.steps * a.batch / (start.elapsed_time(end) / 1000.0))
     result = {**vars(a), "samples_per_s": statistics.median(rates), "all": rates, "torch": torch.__version__}
+    result["loss_last"] = None if loss is None else float(loss)  # a NaN here voids the figure
     print("BARE " + json.dumps(result))
 
 

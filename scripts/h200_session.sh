@@ -34,7 +34,7 @@ sweep() {  # sweep NAME CAP_S overrides...: a dlbench multirun, killed with SIGI
   grep -E "samples/s|FAILED|KILLED|Error" "$W/logs/$name.log" | grep -v "window [0-9]"
 }
 bare() {
-  timeout 240 python3 scripts/bare_loop.py --batch 256 --steps 80 --repeats 3 "$@" | tee -a "$W/bare.jsonl"
+  timeout 60 python3 scripts/bare_loop.py --batch 256 --steps 80 --repeats 3 "$@" | tee -a "$W/bare.jsonl"
 }
 prof() {  # prof NAME overrides...: torch.profiler over 6 steps of the job
   local name=$1
@@ -90,9 +90,19 @@ stage_dali() {
     dataset.path=/tmp/img/folder data.num_threads=8
   sweep dali_data 60 model=resnet50 mode=data "${IMG[@]}"
   sweep dali_foreach 90 model=resnet50 precision=amp mode=train framework.optimizer_impl=foreach "${IMG[@]}"
+  prof syn_amp_fused model=resnet50 precision=amp
+  prof syn_amp_foreach model=resnet50 precision=amp framework.optimizer_impl=foreach
   prof dali_amp_fused model=resnet50 precision=amp "${IMG[@]}"
   prof dali_amp_foreach model=resnet50 precision=amp framework.optimizer_impl=foreach "${IMG[@]}"
   sweep dali_compile 200 model=resnet50 precision=amp mode=train framework.compile=true "${IMG[@]}"
+}
+
+stage_recheck() {  # after priming fused SGD's momentum (fresh machine, no DALI): the fused figures again
+  bare --precision amp --optimizer fused
+  sweep recheck 85 model=resnet50 precision=amp mode=train framework.optimizer_impl=fused,foreach
+  bare --precision amp --optimizer foreach
+  sweep recheck_compile 165 model=resnet50 precision=amp mode=train framework.compile=true \
+    framework.compile_mode=default,reduce-overhead
 }
 
 take "${2:-}"

@@ -47,6 +47,14 @@ def compose_job(overrides: list[str]):
 GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
+def is_gpu_work(e) -> bool:
+    if hasattr(e, "activity_type"):  # newer torch names the Kineto activity
+        return e.activity_type() in GPU_WORK
+    from torch.autograd import DeviceType
+
+    return e.device_type() == DeviceType.CUDA and not e.is_user_annotation()
+
+
 def busy_fraction(intervals: list[tuple[int, int]], span: tuple[int, int]) -> float:
     """Fraction of `span` covered by the union of `intervals` (ns), overlaps counted once."""
     covered, end = 0, span[0]
@@ -63,7 +71,7 @@ def gpu_intervals(prof) -> dict[int, list[tuple[int, int]]]:
     Annotations (record_function ranges mirrored onto the GPU timeline) are not work: left out."""
     streams: dict[int, list[tuple[int, int]]] = {}
     for e in prof.profiler.kineto_results.events():
-        if e.activity_type() in GPU_WORK and e.duration_ns() > 0:
+        if is_gpu_work(e) and e.duration_ns() > 0:
             streams.setdefault(e.device_resource_id(), []).append((e.start_ns(), e.end_ns()))
     return streams
 

@@ -113,7 +113,7 @@ class TrackingConfig:
 @dataclass
 class DebugConfig:
     # Fault injection for the failure paths' tests: "abort" makes the worker abort (SIGABRT) at its
-    # first timed step. Never set in a real run.
+    # first timed step; "nan_loss" makes it report a NaN loss for every window. Never set in a real run.
     fault: str | None = None
 
 
@@ -191,7 +191,7 @@ def validate(job: JobConfig) -> None:
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
-        (job.debug.fault in (None, "abort"), "debug.fault: only null or abort"),
+        (job.debug.fault in (None, "abort", "nan_loss"), "debug.fault: only null, abort or nan_loss"),
         (
             job.framework.compile_mode in COMPILE_MODES,
             f"framework.compile_mode={job.framework.compile_mode!r}: use one of {COMPILE_MODES}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -22,7 +23,7 @@ from dlbench.config import ConfigError, JobConfig, validate
 from dlbench.data.validate import check_dataset
 from dlbench.environment import host_facts
 from dlbench.progress import Progress
-from dlbench.results import SPREAD_FLAG, RepeatRecord, summarize_job
+from dlbench.results import LOSS_FLAG_TAG, SPREAD_FLAG, RepeatRecord, summarize_job
 from dlbench.supervisor import Worker, WorkerTimeout
 from dlbench.telemetry.host import HostReader
 from dlbench.telemetry.nvml import NvmlReader
@@ -283,6 +284,14 @@ class JobRunner:
                 self.ctx.label,
                 100 * metrics["throughput_spread"],
                 100 * SPREAD_FLAG,
+            )
+        if not math.isfinite(metrics.get("loss_last", 0.0)):
+            tags[LOSS_FLAG_TAG] = "non-finite"
+            log.warning(
+                "%s: the loss is %s at the last window: the training diverged, so this is not a sound "
+                "training throughput (the GPU may have skipped or short-cut work)",
+                self.ctx.label,
+                metrics["loss_last"],
             )
         precision = done["precision"] if done else {}
         tags.update({f"precision.{k}": v for k, v in precision.items()})

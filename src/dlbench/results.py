@@ -17,6 +17,7 @@ from dlbench.timing import percentile
 from dlbench.timing import summarize as summarize_windows
 
 SPREAD_FLAG = 0.05  # repeats whose medians differ by more than this are flagged
+LOSS_FLAG_TAG = "dlbench.loss_flag"  # set to "non-finite" when the last window's loss was NaN or inf
 
 
 @dataclass

@@ -80,6 +80,8 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
         emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
         fault = os.abort if job.debug.fault == "abort" else None
+        if job.debug.fault == "nan_loss":  # what a diverged training reports
+            bench.loss = lambda: float("nan")
         timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
         precision, memory = bench.precision_report(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.

@@ -101,6 +101,14 @@ def test_crashing_worker_fails_its_job_and_the_sweep_goes_on(cli):
     assert crashed.data.metrics["warmup_s"] > 0
 
 
+def test_a_diverged_loss_is_flagged_not_lost(cli):
+    res = cli.run(["debug.fault=nan_loss", *TINY])
+    assert res.returncode == 0  # the run is kept: its windows are real, its training is not
+    [run] = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
+    assert run.info.status == "FINISHED" and run.data.tags["dlbench.loss_flag"] == "non-finite"
+    assert "the training diverged" in res.stdout + res.stderr
+
+
 def test_fail_fast_skips_the_rest(cli):
     res = cli.run(["debug.fault=abort,null", "fail_fast=true", *TINY])
     assert res.returncode == 1

@@ -20,7 +20,7 @@ from dlbench.config import JobConfig, register_configs
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
 from dlbench.report.analysis import analyze, interval, separated
 from dlbench.report.load import job_row, select
-from dlbench.report.render import DASH, FLAG, result_table
+from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
 from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking
@@ -225,6 +225,23 @@ def test_repeat_spread_widens_the_interval_and_is_flagged(store, sweep_analysis)
     table = result_table(infer, show_spread=sweep_analysis.has_spread)
     spread = table.headers.index("repeat spread")
     assert [r[spread] for r in table.rows] == [DASH, f"7.0% (3×) {FLAG}"]  # tf first, then torch
+
+
+def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp")
+    log_job(client, eid, sweep.run_id, "torch resnet50 fp32 train", (95, 100, 105))
+    nan = {"dlbench.loss_flag": "non-finite"}  # what the orchestrator tags when the loss went NaN
+    log_job(client, eid, sweep.run_id, "torch resnet50 amp train", (290, 300, 310), tags=nan)
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    assert not [f for f in analysis.findings if "amp" in f.text]  # 3x "faster", but the training diverged
+    [group] = analysis.groups
+    table = result_table(group, show_spread=False)
+    cells = {r[1]: r[2] for r in table.rows}
+    assert cells == {"fp32": "100", "amp": f"300 {FLAG} {DIVERGED}"}
+    assert any("diverged" in p for p in findings_block(analysis).paragraphs)
 
 
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):

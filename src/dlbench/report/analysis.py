@@ -54,9 +54,10 @@ def separated(a: JobRow, b: JobRow) -> bool:
 
 
 def flagged(job: JobRow) -> bool:
-    """Repeats disagreed by more than 5%: the row's number deserves suspicion."""
+    """Repeats disagreed by more than 5%, or the loss went NaN/inf: the row's number deserves suspicion."""
     spread = job.metric("throughput_spread")
-    return job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
+    high = job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
+    return high or job.loss_flag is not None
 
 
 @dataclass
@@ -139,6 +140,10 @@ class Analysis:
     @property
     def has_gpu(self) -> bool:
         return any(not math.isnan(j.metric("gpu_util_mean")) for j in self.finished)
+
+    @property
+    def has_diverged(self) -> bool:
+        return any(j.loss_flag is not None for j in self.finished)
 
     @property
     def has_spread(self) -> bool:
@@ -226,7 +231,8 @@ def faster_text(r: float) -> str:
 
 def _findings(g: Group) -> list[Finding]:
     out: list[Finding] = []
-    jobs = [e.job for e in g.entries]
+    sound = [e for e in g.entries if e.job.loss_flag is None]  # a diverged training proves nothing
+    jobs = [e.job for e in sound]
     # Frameworks against each other, per precision: the fastest against each other framework.
     for precision in _order([j.precision for j in jobs], PRECISION_ORDER):
         same = sorted((j for j in jobs if j.precision == precision), key=lambda j: -j.metric("throughput"))
@@ -246,11 +252,11 @@ def _findings(g: Group) -> list[Finding]:
                 Finding("tie", g.title, f"{where}, {names} are within the measured spread (no clear winner).")
             )
     # Each reduced precision against fp32, per framework.
-    for e in g.entries:
+    for e in sound:
         j = e.job
-        if j.precision == BASELINE or math.isnan(e.speedup):
+        base = next((x for x in jobs if x.framework == j.framework and x.precision == BASELINE), None)
+        if j.precision == BASELINE or math.isnan(e.speedup) or base is None:
             continue
-        base = next(x for x in jobs if x.framework == j.framework and x.precision == BASELINE)
         what, where = precision_label(j.precision), f"{j.framework} on {g.title}"
         if separated(j, base):
             out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×."))

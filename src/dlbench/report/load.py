@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 PARENT_TAG = "mlflow.parentRunId"
 KIND_TAG = "dlbench.kind"
 SPREAD_FLAG_TAG = "dlbench.spread_flag"
+LOSS_FLAG_TAG = "dlbench.loss_flag"
 
 # The job summary metrics a report reads (orchestrator._summary, plus the repeat spread).
 SUMMARY_METRICS = (
@@ -81,6 +82,7 @@ class JobRow:
     failure: str | None = None
     failure_message: str | None = None
     spread_flag: str | None = None
+    loss_flag: str | None = None  # "non-finite": the training diverged during the timed windows
     repeats: int = 1
     device: str | None = None
     gpu_name: str | None = None
@@ -235,6 +237,7 @@ def job_row(run: Run) -> JobRow:
         failure=t.get("failure"),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
+        loss_flag=t.get(LOSS_FLAG_TAG),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
         device=t.get("device"),
         gpu_name=t.get("gpu.gpu0_name"),

@@ -17,6 +17,7 @@ from dlbench.report.load import JobRow
 
 DASH = "–"  # shown for a metric the run did not log (e.g. GPU metrics of a CPU run)
 FLAG = "⚠"
+DIVERGED = "loss NaN"
 
 
 def _missing(x: float | None) -> bool:
@@ -80,7 +81,8 @@ def result_table(group: Group, show_spread: bool) -> Table:
     for e in group.entries:
         j = e.job
         p05, p95 = j.metric("throughput_p05"), j.metric("throughput_p95")
-        row = [j.framework, j.precision, fmt_throughput(j.metric("throughput"))]
+        diverged = f" {FLAG} {DIVERGED}" if j.loss_flag else ""
+        row = [j.framework, j.precision, fmt_throughput(j.metric("throughput")) + diverged]
         row.append(DASH if _missing(p05) or _missing(p95) else f"{fmt_throughput(p05)}–{fmt_throughput(p95)}")
         if show_spread:
             spread = j.metric("throughput_spread")
@@ -214,6 +216,11 @@ def findings_block(analysis: Analysis) -> Block:
     block.bullets = claims + ties
     if not claims:
         block.paragraphs.append("No difference in these runs exceeds the measured spread.")
+    if analysis.has_diverged:
+        block.paragraphs.append(
+            f"{FLAG} {DIVERGED} marks a job whose loss was NaN or inf at the end (`dlbench.loss_flag`): the "
+            "training diverged, so its throughput is not a training measurement; it is left out of the findings."
+        )
     if analysis.has_spread:
         block.paragraphs.append(
             f"{FLAG} marks a job whose repeats disagreed by more than {SPREAD_LIMIT:.0%} "
