@@ -242,6 +242,7 @@ def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
     cells = {r[1]: r[2] for r in table.rows}
     assert cells == {"fp32": "100", "amp": f"300 {FLAG} {DIVERGED}"}
     assert any("diverged" in p for p in findings_block(analysis).paragraphs)
+    assert list(analysis.frame().diverged) == [False, True]
 
 
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):

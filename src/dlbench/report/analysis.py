@@ -54,10 +54,9 @@ def separated(a: JobRow, b: JobRow) -> bool:
 
 
 def flagged(job: JobRow) -> bool:
-    """Repeats disagreed by more than 5%, or the loss went NaN/inf: the row's number deserves suspicion."""
+    """Repeats disagreed by more than 5%: the row's number deserves suspicion."""
     spread = job.metric("throughput_spread")
-    high = job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
-    return high or job.loss_flag is not None
+    return job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
 
 
 @dataclass
@@ -102,6 +101,7 @@ class Group:
                     "p95": j.metric("throughput_p95"),
                     "spread": j.metric("throughput_spread"),
                     "flagged": flagged(j),
+                    "diverged": j.loss_flag is not None,
                     "speedup_vs_fp32": e.speedup,
                     "rel_fastest": e.rel_fastest,
                     "gpu_util": j.metric("gpu_util_mean"),
