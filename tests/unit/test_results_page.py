@@ -45,7 +45,7 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     md = out.with_suffix(".md").read_text()
     ratios = [line for line in md.splitlines() if line.startswith("- [gpu]")]
     assert ratios == [
-        "- [gpu] harness vs hand-written loop, ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99% (goal ≥ 99%).",
+        "- [gpu] harness vs hand-written loop, ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99.0% (goal ≥ 99%).",
         "- [gpu] DALI-fed vs synthetic, ResNet-50 amp train, SGD foreach: 4,500 vs 5,000 img/s = 90.0% "
         "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
     ]  # fmt: skip
