@@ -6,6 +6,9 @@
 #   compile    torch.compile default and reduce-overhead, bare and through dlbench
 #   vgg        VGG16 fp32/tf32 train/infer (cuDNN autotuning); the JPEG set is made meanwhile
 #   dali       install DALI, then DALI-fed ResNet-50 against synthetic in the same command, profiles
+#   recheck    (fresh machine, no DALI) fused SGD after its fix, bare and through dlbench, compiled
+#   dali_next  (after dali's install) for the next session: DALI-fed AMP training with fused SGD, fewer
+#              DALI threads, CPU decode and CUDA graphs, each against synthetic in the same command
 # State lives in /tmp/dlb while the machine stays warm; each call copies it (db, logs, traces) to $OUT.
 set -u
 W=/tmp/dlb
@@ -103,6 +106,18 @@ stage_recheck() {  # after priming fused SGD's momentum (fresh machine, no DALI)
   bare --precision amp --optimizer foreach
   sweep recheck_compile 165 model=resnet50 precision=amp mode=train framework.compile=true \
     framework.compile_mode=default,reduce-overhead
+}
+
+stage_dali_next() {
+  [ -d /tmp/img/folder ] || python3 scripts/make_image_dataset.py --out /tmp/img --classes 32 \
+    --per-class 128 --formats folder --workers 12
+  local D=(dataset.path=/tmp/img/folder model=resnet50 precision=amp mode=train)
+  sweep next 420 "${D[@]}" dataset=synthetic,imagenet data.num_threads=8
+  sweep next_threads 120 "${D[@]}" dataset=imagenet data.num_threads=4,12
+  sweep next_cpu 120 "${D[@]}" dataset=imagenet data.decode=cpu data.num_threads=12
+  sweep next_graphs 400 "${D[@]}" dataset=synthetic,imagenet framework.compile=true \
+    framework.compile_mode=reduce-overhead
+  prof next_dali "${D[@]}" dataset=imagenet
 }
 
 take "${2:-}"
