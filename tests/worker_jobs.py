@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -72,3 +73,19 @@ def run_all(
             for name, spec in jobs.items()
         }
         return {"stats": stats.result(), **{name: f.result() for name, f in workers.items()}}
+
+
+def cuda_probe(framework: str, indent: str = "") -> str:
+    """Snippet lines that build `framework` with device=cuda and put "built" or the one-line refusal in
+    out["cuda"]. The snippet must have imported build, JobConfig and BackendUnavailable, and made `out`."""
+    lines = f"""
+        job = JobConfig()
+        job.framework.name = "{framework}"
+        job.device = "cuda"
+        try:
+            build(job)
+            out["cuda"] = "built"
+        except BackendUnavailable as exc:
+            out["cuda"] = str(exc)
+    """
+    return textwrap.indent(textwrap.dedent(lines).strip("\n"), indent) + "\n"

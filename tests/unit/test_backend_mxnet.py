@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlbench.config import PrecisionConfig
-from tests.worker_jobs import run_all, worker_env
+from tests.worker_jobs import cuda_probe, run_all, worker_env
 
 if importlib.util.find_spec("mxnet") is None:  # find only: importing mxnet here needs the numpy shim
     pytest.skip("mxnet is not installed in this interpreter", allow_module_level=True)
@@ -31,7 +31,8 @@ VGG16_GFLOPS_32 = 0.873660416
 RESNET56_GFLOPS_32 = 0.250971392
 RESNET20_GFLOPS_32 = 0.08110208
 
-STATS_SCRIPT = """
+STATS_SCRIPT = (
+    """
 import json
 from dlbench.backends.base import BackendUnavailable
 from dlbench.backends.mxnet import build, model_stats
@@ -41,16 +42,11 @@ out = {
     "vgg16": model_stats(ModelConfig(name="vgg16", image_size=32)),
     "resnet_cifar": model_stats(ModelConfig(name="resnet_cifar", image_size=32, num_classes=10, depth=56)),
 }
-job = JobConfig()
-job.framework.name = "mxnet"
-job.device = "cuda"
-try:
-    build(job)
-    out["cuda"] = "built"
-except BackendUnavailable as exc:
-    out["cuda"] = str(exc)
-print("STATS " + json.dumps(out))
 """
+    + cuda_probe("mxnet")
+    + """print("STATS " + json.dumps(out))
+"""
+)
 
 AMP = PrecisionConfig(name="amp", autocast=True, dtype="float16", cpu_dtype="bfloat16", loss_scale="dynamic")
 

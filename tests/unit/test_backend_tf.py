@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 from dlbench.config import PrecisionConfig
-from tests.worker_jobs import run_all, worker_env
+from tests.worker_jobs import cuda_probe, run_all, worker_env
 
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("tensorflow is not installed in this interpreter", allow_module_level=True)
@@ -32,7 +32,8 @@ TORCH_PARAMS = {
 RESNET8_CIFAR_PARAMS = 75_290
 TORCH_GFLOPS_32 = {"resnet50": 0.170917888, "vgg16": 0.865550336, "resnet_cifar": 0.250971392}
 
-STATS_SCRIPT = """
+STATS_SCRIPT = (
+    """
 import json
 from dlbench.backends.base import BackendUnavailable
 from dlbench.backends.tensorflow import build, model_stats
@@ -51,16 +52,11 @@ for name, classes in (("resnet50", 10), ("vgg16", 1000), ("resnet_cifar", 1000))
     out["params"][f"{name}/{classes}"] = trainable_params(build_model(spec(name, classes)))
 import tensorflow as tf
 if not tf.config.list_physical_devices("GPU"):
-    job = JobConfig()
-    job.framework.name = "tf"
-    job.device = "cuda"
-    try:
-        build(job)
-        out["cuda"] = "built"
-    except BackendUnavailable as exc:
-        out["cuda"] = str(exc)
-print("STATS " + json.dumps(out))
 """
+    + cuda_probe("tf", indent="    ")
+    + """print("STATS " + json.dumps(out))
+"""
+)
 
 AMP = PrecisionConfig(name="amp", autocast=True, dtype="float16", cpu_dtype="bfloat16", loss_scale="dynamic")
 

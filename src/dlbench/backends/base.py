@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import time
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,6 +65,29 @@ class Bench(Protocol):
 
     def close(self) -> None:
         """Release the data pipeline and device memory."""
+
+
+class TimedSource:
+    """A bench's input source (synthetic or DALI) with its fetches timed, so that every backend
+    reports `data_wait_s` the same way; also says how many corrupt images a DALI source skipped."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.wait_s = 0.0
+
+    def next(self) -> Any:
+        t = time.perf_counter()
+        batch = self.source.next()
+        self.wait_s += time.perf_counter() - t
+        return batch
+
+    def facts(self) -> dict[str, Any]:
+        """{"data_skipped": n} for a source that can skip undecodable images, else {}."""
+        skipped = getattr(self.source, "skipped", None)
+        return {} if skipped is None else {"data_skipped": skipped}
+
+    def close(self) -> None:
+        self.source.close()
 
 
 def load_backend(name: str) -> ModuleType:

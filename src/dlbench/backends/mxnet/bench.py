@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
-from dlbench.backends.base import BackendUnavailable
+from dlbench.backends.base import BackendUnavailable, TimedSource
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.models import build_model, first_conv, initialize, trainable_params
 from dlbench.backends.mxnet.precision import MXPrecision, cast_network, dtype_name
@@ -141,18 +140,15 @@ class MXNetBench:
                 },
             )
             self.prec.attach(self.trainer)
-        self.source = make_source(job, ctx, self.prec.param_dtype)
+        self.source = TimedSource(make_source(job, ctx, self.prec.param_dtype))
         self._last_x: Any = None
         self._loss: Any = None
         self._out: Any = None
-        self._wait = 0.0
         self._mem_peak = 0
         self._report: dict[str, Any] | None = None
 
     def _batch(self) -> tuple[Any, Any]:
-        t = time.perf_counter()
         x, y = self.source.next()
-        self._wait += time.perf_counter() - t
         # A cast network needs its own dtype (DALI has no bfloat16); under AMP the net casts itself.
         if self.prec.param_name != "float32" and dtype_name(x.dtype) != self.prec.param_name:
             x = mx.nd.amp_cast(x, dtype=self.prec.param_dtype)
@@ -186,7 +182,7 @@ class MXNetBench:
         return float(self._loss.mean().asscalar()) if self._loss is not None else None
 
     def data_wait_s(self) -> float:
-        return self._wait
+        return self.source.wait_s
 
     def memory(self) -> int | None:
         """GPU memory in use (MXNet's pooled allocator keeps what it took), max over syncs; None on CPU."""
@@ -215,8 +211,7 @@ class MXNetBench:
             }
             if self.fallback:
                 self._report["device_fallback"] = self.fallback
-            if hasattr(self.source, "skipped"):
-                self._report["data_skipped"] = self.source.skipped
+            self._report |= self.source.facts()
         return {**self._report, **self.prec.flags()}
 
     def params(self) -> int:

@@ -14,13 +14,12 @@ would only wait for the kernels the loss depends on, and would under-measure a t
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-from dlbench.backends.base import BackendUnavailable
+from dlbench.backends.base import BackendUnavailable, TimedSource
 from dlbench.backends.tensorflow.models import build_model, trainable_params
 from dlbench.backends.tensorflow.precision import TFPrecision
 from dlbench.config import JobConfig
@@ -91,7 +90,6 @@ class TFBench:
         self.train = job.mode == "train"
         self._seen: dict[str, str] = {}
         self._out: tf.Tensor | None = None
-        self._wait = 0.0
         with tf.device(self._tf_device):
             self.model = build_model(job.model, input_dtype=self.prec.variable_dtype)
             self.stem = self.model.get_layer("stem_conv")
@@ -105,7 +103,7 @@ class TFBench:
             if self.train:
                 self.opt = self.prec.wrap_optimizer(keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
-            self.source = make_source(job, self._tf_device, self.prec.variable_dtype)
+            self.source = TimedSource(make_source(job, self._tf_device, self.prec.variable_dtype))
         body = self._train_step if self.train else self._infer_step
         self._step = tf.function(body, jit_compile=bool(job.framework.xla))
         if self.on_gpu:
@@ -134,14 +132,8 @@ class TFBench:
         self._record(conv, matmul)
         return logits
 
-    def _batch(self) -> tuple[tf.Tensor, tf.Tensor]:
-        t = time.perf_counter()
-        batch = self.source.next()
-        self._wait += time.perf_counter() - t
-        return batch
-
     def step(self) -> None:
-        x, y = self._batch()
+        x, y = self.source.next()
         with tf.device(self._tf_device):
             self._out = self._step(x, y) if self.train else self._step(x)
 
@@ -155,7 +147,7 @@ class TFBench:
         return float(self._out.numpy()) if (self.train and self._out is not None) else None
 
     def data_wait_s(self) -> float:
-        return self._wait
+        return self.source.wait_s
 
     def memory(self) -> int | None:
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"]) if self.on_gpu else None
@@ -171,7 +163,7 @@ class TFBench:
             "memory_format": "channels_last",
             "xla": bool(self.job.framework.xla),
             **self.prec.flags(self.opt),
-            **({"data_skipped": self.source.skipped} if hasattr(self.source, "skipped") else {}),
+            **self.source.facts(),
         }
 
     def params(self) -> int:

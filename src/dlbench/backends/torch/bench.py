@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
 from torch import nn
 
-from dlbench.backends.base import BackendUnavailable
+from dlbench.backends.base import BackendUnavailable, TimedSource
 from dlbench.backends.torch.models import build_model
 from dlbench.backends.torch.precision import DtypeProbe, TorchPrecision
 from dlbench.config import JobConfig
@@ -101,18 +100,11 @@ class TorchBench:
         self.criterion = nn.CrossEntropyLoss()
         self.optimizer_impl = resolve_optimizer_impl(fw.optimizer_impl, dev)
         self.opt = make_optimizer(model, self.optimizer_impl) if self.train else None
-        self.source = make_source(job, dev, self.memory_format, self.prec.param_dtype)
+        self.source = TimedSource(make_source(job, dev, self.memory_format, self.prec.param_dtype))
         self._loss: torch.Tensor | None = None
-        self._wait = 0.0
         if dev.type == "cuda":
             torch.backends.cudnn.benchmark = True
             torch.cuda.reset_peak_memory_stats(dev)
-
-    def _batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        t = time.perf_counter()
-        batch = self.source.next()
-        self._wait += time.perf_counter() - t
-        return batch
 
     def step(self) -> None:
         self._step()
@@ -120,7 +112,7 @@ class TorchBench:
             self.probe.remove()
 
     def _step(self) -> None:
-        x, y = self._batch()
+        x, y = self.source.next()
         if not self.train:
             with torch.inference_mode(), self.prec.autocast():
                 self.run_model(x)
@@ -146,7 +138,7 @@ class TorchBench:
         return float(self._loss) if self._loss is not None else None
 
     def data_wait_s(self) -> float:
-        return self._wait
+        return self.source.wait_s
 
     def memory(self) -> int | None:
         return torch.cuda.max_memory_allocated(self.dev) if self.dev.type == "cuda" else None
@@ -161,7 +153,7 @@ class TorchBench:
             "compiled": self.job.framework.compile_mode if self.job.framework.compile else False,
             "optimizer": f"sgd/{self.optimizer_impl}" if self.train else "none",
             **self.prec.flags(),
-            **({"data_skipped": self.source.skipped} if hasattr(self.source, "skipped") else {}),
+            **self.source.facts(),
         }
 
     def params(self) -> int:
