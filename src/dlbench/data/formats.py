@@ -215,12 +215,14 @@ def write_tfrecord_index(path: str | os.PathLike, index_path: str | os.PathLike)
     return len(lines)
 
 
-def read_tfrecord_index(index_path: str | os.PathLike) -> list[tuple[int, int]]:
+def read_index(index_path: str | os.PathLike) -> list[tuple[int, int]]:
+    """The first two integers of each line of an index file: (offset, size) for a TFRecord index,
+    (id, offset) for a RecordIO .idx (space- or tab-separated), in file order."""
     out = []
     for line in Path(index_path).read_text().splitlines():
         if line.strip():
-            offset, size = line.split()[:2]
-            out.append((int(offset), int(size)))
+            a, b = line.split()[:2]
+            out.append((int(a), int(b)))
     return out
 
 
@@ -311,16 +313,6 @@ def write_recordio_index(path: str | os.PathLike, index_path: str | os.PathLike)
     lines = [f"{unpack_image_record(d)[1]}\t{o}\n" for o, d in iter_recordio(path)]
     Path(index_path).write_text("".join(lines))
     return len(lines)
-
-
-def read_recordio_index(index_path: str | os.PathLike) -> list[tuple[int, int]]:
-    """(id, offset) pairs of a .idx file, in file order."""
-    out = []
-    for line in Path(index_path).read_text().splitlines():
-        if line.strip():
-            key, offset = line.split()[:2]
-            out.append((int(key), int(offset)))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

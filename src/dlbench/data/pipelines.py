@@ -125,9 +125,7 @@ class ImagePipeline:
             kept = len(items)
         elif d.format == "tfrecord":
             entries = [
-                (f, o, s)
-                for f, i in zip(d.files, d.indexes, strict=True)
-                for o, s in formats.read_tfrecord_index(i)
+                (f, o, s) for f, i in zip(d.files, d.indexes, strict=True) for o, s in formats.read_index(i)
             ]
             chosen = _spread(entries, n_wanted)
             if skip:
@@ -136,7 +134,7 @@ class ImagePipeline:
             kept = len(chosen)
         else:
             (rec,), (idx,) = d.files, d.indexes
-            entries = formats.read_recordio_index(idx)
+            entries = formats.read_index(idx)
             chosen = _spread(entries, n_wanted)
             if skip:
                 offsets = {o for _, o in chosen}
