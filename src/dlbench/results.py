@@ -99,7 +99,7 @@ def _telemetry_figures(
     inside = [s for s in samples if any(t0 <= s["t"] <= t1 for t0, t1 in spans)]
     if not inside and samples:  # a timed phase shorter than the sampling interval: nearest sample
         inside = [min(samples, key=lambda s: min(abs(s["t"] - (t0 + t1) / 2) for t0, t1 in spans))]
-    out = summarize_samples(inside, float("-inf"), float("inf"))
+    out = summarize_samples(inside)
     if "power_w_mean" in out:
         seconds = sum(w["seconds"] for w in windows)
         out["energy_j_per_sample"] = out["power_w_mean"] * seconds / sum(w["samples"] for w in windows)

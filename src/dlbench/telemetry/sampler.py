@@ -90,12 +90,11 @@ SUMMARY = {
 }
 
 
-def summarize(samples: list[dict[str, float]], t0: float, t1: float) -> dict[str, float]:
-    """Reduce the samples taken inside [t0, t1] (the timed phase) to the summary metrics."""
-    inside = [s for s in samples if t0 <= s["t"] <= t1]
+def summarize(samples: list[dict[str, float]]) -> dict[str, float]:
+    """Reduce samples to the summary metrics. The caller picks them (results.py: the timed phase)."""
     out: dict[str, float] = {}
     for metric, (series, reduce) in SUMMARY.items():
-        values = [s[series] for s in inside if series in s]
+        values = [s[series] for s in samples if series in s]
         if values:
             out[metric] = float(reduce(values))
     return out
