@@ -15,6 +15,7 @@ Layouts read (chosen by file name, or found inside a folder):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,8 +162,11 @@ def _columns(path: Path) -> tuple[str, tuple[int, int, int], int]:
     """(delimiter, (user, item, timestamp) column indexes, header rows) for the file's layout."""
     if path.name == "u.data":
         return "\t", (0, 1, 3), 0
-    with path.open(encoding="utf-8") as f:
-        header = f.readline().rstrip("\r\n")
+    try:
+        with path.open(encoding="utf-8") as f:
+            header = f.readline().rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise InteractionsError(f"{path}: not a text file; expected a MovieLens ratings table") from None
     if path.suffix == ".inter":
         names = [col.split(":")[0] for col in header.split("\t")]
         wanted, delimiter = ("user_id", "item_id", "timestamp"), "\t"
@@ -188,9 +192,11 @@ def read_interactions(path: str | Path) -> Interactions:
     file = find_ratings_file(path)
     delimiter, usecols, skip = _columns(file)
     try:
-        table = np.loadtxt(
-            file, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=np.float64, ndmin=2
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            table = np.loadtxt(
+                file, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=np.float64, ndmin=2
+            )
     except ValueError as exc:
         raise InteractionsError(f"{file}: not a numeric ratings table ({str(exc).splitlines()[0]})") from None
     if len(table) == 0:
