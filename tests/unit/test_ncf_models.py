@@ -20,7 +20,8 @@ FRAMEWORKS = ("torch", "tf", "mxnet")
 TINY = {"num_users": 7, "num_items": 11, "mf_dim": 4, "mlp_layers": [8, 6, 4]}
 
 # per framework: import the module as `rec`, define count(model), forward(model, users, items) -> numpy
-# logits and loss(logits numpy, labels numpy) -> float; the BODY then uses CASE (an .npz path) and TINY
+# logits, loss(logits numpy, labels numpy) -> float and sgd_step(model, users, items, labels) (lr 1);
+# the BODY then uses CASE (an .npz path) and TINY
 ADAPTERS = {
     "torch": """
         import torch
@@ -30,6 +31,11 @@ ADAPTERS = {
         def forward(m, u, i):
             with torch.no_grad(): return m(torch.from_numpy(u), torch.from_numpy(i)).numpy()
         def loss(x, y): return float(rec.bce_with_logits(torch.from_numpy(x), torch.from_numpy(y)))
+        def sgd_step(m, u, i, y):
+            m.zero_grad()
+            rec.bce_with_logits(m(torch.from_numpy(u), torch.from_numpy(i)), torch.from_numpy(y)).backward()
+            with torch.no_grad():
+                for p in m.parameters(): p -= p.grad
     """,
     "tf": """
         import keras
@@ -38,6 +44,12 @@ ADAPTERS = {
         def count(m): return m.count_params()
         def forward(m, u, i): return keras.ops.convert_to_numpy(m({"user": u.astype("int32"), "item": i.astype("int32")}))
         def loss(x, y): return float(rec.bce_with_logits(x, y))
+        def sgd_step(m, u, i, y):
+            import tensorflow as tf
+            with tf.GradientTape() as tape:
+                value = rec.bce_with_logits(m({"user": u.astype("int32"), "item": i.astype("int32")}), y)
+            for v, g in zip(m.trainable_variables, tape.gradient(value, m.trainable_variables)):
+                v.assign_sub(tf.convert_to_tensor(g))
     """,
     "mxnet": """
         from dlbench.backends.mxnet._compat import mx
@@ -48,6 +60,11 @@ ADAPTERS = {
             m.hybridize()
             return m(mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")).asnumpy()
         def loss(x, y): return float(rec.bce_with_logits(mx.nd.array(x), mx.nd.array(y)).asscalar())
+        def sgd_step(m, u, i, y):
+            with mx.autograd.record():
+                value = rec.bce_with_logits(m(mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")), mx.nd.array(y))
+            value.backward()
+            for p in m.collect_params().values(): p.set_data(p.data() - p.grad())
     """,
 }
 
@@ -74,6 +91,9 @@ BODY = """
     out["logits_shape"] = list(logits.shape)
     out["loss"] = loss(logits.astype(np.float32), case["labels"])
     out["loss_extreme"] = loss(case["extreme"], case["extreme_labels"])
+    # one plain SGD step with lr 1: the weight change is minus the gradient, read through neutral names
+    sgd_step(tiny, case["users"], case["items"], case["labels"])
+    out["grads"] = {k: (weights[k] - v).tolist() for k, v in rec.export_weights(tiny).items()}
     try:
         rec.load_weights(tiny, {k: v for k, v in weights.items() if k != "final.bias"})
         out["missing"] = "accepted"
@@ -184,6 +204,16 @@ def test_frameworks_agree_with_each_other(results):
     for fw in ("tf", "mxnet"):
         np.testing.assert_allclose(results[fw]["logits"], torch_logits, rtol=1e-5, atol=1e-5)
         assert results[fw]["loss"] == pytest.approx(results["torch"]["loss"], rel=1e-6)
+
+
+def test_gradients_agree_across_frameworks(results):
+    reference = results["torch"]["grads"]
+    assert max(np.abs(g).max() for g in map(np.array, reference.values())) > 1e-3  # something was learned
+    assert np.abs(np.array(reference["mf_user.embedding"])).sum() > 0  # embeddings get gradients
+    for fw in ("tf", "mxnet"):
+        assert set(results[fw]["grads"]) == set(reference)
+        for name, grad in reference.items():
+            np.testing.assert_allclose(results[fw]["grads"][name], grad, atol=2e-6, err_msg=f"{fw} {name}")
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
