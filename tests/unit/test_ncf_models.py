@@ -42,12 +42,12 @@ ADAPTERS = {
         from dlbench.backends.tensorflow.models import recommendation as rec
         keras.utils.set_random_seed(0)
         def count(m): return m.count_params()
-        def forward(m, u, i): return keras.ops.convert_to_numpy(m({"user": u.astype("int32"), "item": i.astype("int32")}))
+        def forward(m, u, i): return keras.ops.convert_to_numpy(m([u.astype("int32"), i.astype("int32")]))
         def loss(x, y): return float(rec.bce_with_logits(x, y))
         def sgd_step(m, u, i, y):
             import tensorflow as tf
             with tf.GradientTape() as tape:
-                value = rec.bce_with_logits(m({"user": u.astype("int32"), "item": i.astype("int32")}), y)
+                value = rec.bce_with_logits(m([u.astype("int32"), i.astype("int32")]), y)
             for v, g in zip(m.trainable_variables, tape.gradient(value, m.trainable_variables)):
                 v.assign_sub(tf.convert_to_tensor(g))
     """,

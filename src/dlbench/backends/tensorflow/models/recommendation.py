@@ -41,8 +41,9 @@ def build_neumf(
     mlp_layers: Sequence[int] = MLP_LAYERS,
     dropout: float = 0.0,
 ) -> keras.Model:
-    """Inputs "user" and "item" (int32 ids, shape (N,)); output float32 logits (N, 1). Build under
-    the intended Keras dtype policy (layers read it when created)."""
+    """Called as model([users, items]) (int32 ids, shape (N,): a list in the task's input order, as the
+    TF bench passes several inputs); output float32 logits (N, 1). Build under the intended Keras
+    dtype policy (layers read it when created)."""
     shapes = weight_shapes(num_users, num_items, mf_dim, mlp_layers)
     users = keras.Input(shape=(), dtype="int32", name="user")
     items = keras.Input(shape=(), dtype="int32", name="item")
@@ -74,7 +75,7 @@ def build_neumf(
         name="final",
     )(x)
     logits = layers.Activation("linear", dtype="float32", name="logits_f32")(x)
-    return keras.Model({"user": users, "item": items}, logits, name="neumf")
+    return keras.Model([users, items], logits, name="neumf")
 
 
 def bce_with_logits(logits, labels):
