@@ -13,6 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.tasks import TASKS, model_config_type, unknown_task
+from dlbench.tasks.classification import ClassificationConfig
+from dlbench.tasks.spec import ModelConfig
+
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data")
 DEVICES = ("auto", "cpu", "cuda")
@@ -37,17 +41,6 @@ class FrameworkConfig:
     optimizer_impl: str = "auto"
     xla: bool = False  # tf: jit_compile the train/infer step
     hybridize: bool = True  # mxnet: hybridize the Gluon block
-
-
-@dataclass
-class ModelConfig:
-    name: str = "resnet50"
-    task: str = "classification"
-    image_size: int = 224
-    channels: int = 3
-    num_classes: int = 1000
-    batch_size: int = 64  # per-model default; schedule.batch_size overrides
-    depth: int | None = None  # resnet_cifar: 6n+2 layers (56 = ResNet-56)
 
 
 @dataclass
@@ -120,7 +113,8 @@ class DebugConfig:
 @dataclass
 class JobConfig:
     framework: FrameworkConfig = field(default_factory=FrameworkConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    # The model family's own schema (tasks/<task>.py), chosen by model.task.
+    model: ModelConfig = field(default_factory=ClassificationConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
@@ -156,6 +150,8 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
             continue
         value = data[f.name]
         sub = _dataclass_type(f)
+        if sub is not None and issubclass(sub, ModelConfig):  # the family's schema, by model.task
+            sub = model_config_type((value or {}).get("task", "classification"))
         kwargs[f.name] = _from_dict(sub, value or {}) if sub else value
     return cls(**kwargs)
 
@@ -184,8 +180,6 @@ def validate(job: JobConfig) -> None:
         (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
         (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
-        (job.model.image_size >= 8, f"model.image_size={job.model.image_size}: must be 8 or more"),
-        (job.model.num_classes >= 2, "model.num_classes: must be 2 or more"),
         (
             job.telemetry.interval_s > 0,
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
@@ -201,7 +195,9 @@ def validate(job: JobConfig) -> None:
             f"framework.optimizer_impl={job.framework.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
         ),
     ]
-    for ok, message in checks:
+    if (why := unknown_task(job.model.task)) is not None:
+        raise ConfigError(why)
+    for ok, message in [*checks, *job.model.check()]:
         if not ok:
             raise ConfigError(message)
     d = job.dataset
@@ -215,10 +211,16 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
-    cs.store(name="dlbench_schema", node=JobConfig)
+    # The job schema's model node is the common base, so any family's schema (a subclass) can be merged
+    # in by conf/model/<name>.yaml; OmegaConf refuses to merge a family into another family's node.
+    schema = JobConfig()
+    schema.model = ModelConfig()
+    cs.store(name="dlbench_schema", node=schema)
+    for task, entry in TASKS.items():  # model/<task>_schema: a family's own keys, nothing else
+        if not entry.test_only:
+            cs.store(group="model", name=f"{task}_schema", node=entry.config)
     for group, node in (
         ("framework", FrameworkConfig),
-        ("model", ModelConfig),
         ("dataset", DatasetConfig),
         ("precision", PrecisionConfig),
         ("tracking", TrackingConfig),

@@ -245,6 +245,22 @@ def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
     assert list(analysis.frame().diverged) == [False, True]
 
 
+def test_rows_show_the_verified_dtype_and_the_task_unit(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp")
+    verified = {"fp32": "float32", "amp": "bfloat16"}
+    for precision, tput in (("fp32", (95, 100, 105)), ("amp", (190, 200, 210))):
+        tags = {"precision.compute_dtype": verified[precision]}  # read from real layer outputs
+        run_id = log_job(client, eid, sweep.run_id, f"torch translation {precision} train", tput, tags=tags)
+        client.log_param(run_id, "throughput_unit", "target tokens")  # as the orchestrator logs it
+    sweep.finish("FINISHED")
+    [group] = analyze(select(client, uri, run_id=sweep.run_id).jobs).groups
+    table = result_table(group, show_spread=False)
+    assert "throughput (target tokens/s)" in table.headers and "energy (J/target token)" in table.headers
+    assert [r[1] for r in table.rows] == ["fp32 (float32)", "amp (bfloat16)"]
+
+
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):
     [failed] = sweep_analysis.failed
     assert (failed.framework, failed.status, failed.failure) == ("mxnet", "FAILED", "oom")
