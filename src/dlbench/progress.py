@@ -39,7 +39,9 @@ class Progress:
             self._bar.update(self.k)
             self._bar.set_postfix_str(f"{throughput:,.1f} {self.unit}/s")
         else:
-            log.info("%s: window %d/%d: %.2f %s/s", self.label, index + 1, self.windows, throughput, self.unit)
+            log.info(
+                "%s: window %d/%d: %.2f %s/s", self.label, index + 1, self.windows, throughput, self.unit
+            )
 
     def close(self) -> None:
         if self._bar is not None:

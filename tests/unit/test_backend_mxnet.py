@@ -114,7 +114,9 @@ def test_fp32_jobs_run_through_the_worker(runs: dict, name: str) -> None:
     precision = done["precision"]
     assert precision["compute_dtype"] == "float32"
     assert precision["param_dtype"] == "float32"
-    assert precision["first_layer"].endswith("(Convolution)") and precision["last_layer"].endswith("(FullyConnected)")
+    assert precision["first_layer"].endswith("(Convolution)") and precision["last_layer"].endswith(
+        "(FullyConnected)"
+    )
     assert precision["amp_cast_ops"] == 0
     assert done["run"]["hybridized"] is JOBS[name]["hybridize"]
     if JOBS[name]["mode"] == "train":

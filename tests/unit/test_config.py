@@ -85,6 +85,9 @@ def test_wrong_type_is_refused_at_composition(compose):
         ({"dataset": {"name": "imagenet"}}, "dataset.path"),
         ({"framework": {"compile_mode": "fast"}}, "framework.compile_mode"),
         ({"framework": {"optimizer_impl": "apex"}}, "framework.optimizer_impl"),
+        ({"model": {"image_size": 4}}, "model.image_size"),
+        ({"model": {"num_classes": 1}}, "model.num_classes"),
+        ({"model": {"task": "segmentation"}}, "model.task"),
     ],
 )
 def test_validate_names_the_key_in_one_line(change, key):
@@ -99,3 +102,32 @@ def test_job_config_round_trips_through_a_plain_dict():
     job = JobConfig.from_dict({"model": {"name": "vgg16"}, "precision": {"name": "amp", "autocast": True}})
     again = JobConfig.from_dict(job.to_dict())
     assert again == job
+
+
+def test_a_model_key_of_another_family_is_refused_at_composition(compose):
+    with pytest.raises(Exception, match="vocab"):
+        compose(["model=vgg16", "model.vocab=32000"])
+
+
+def test_the_worker_rebuilds_the_family_schema_from_json():
+    from dlbench.tasks.classification import ClassificationConfig
+    from dlbench.tasks.test_mlp import MLPConfig
+
+    mlp = JobConfig.from_dict({"model": {"task": "test_mlp", "features": 7}})
+    assert type(mlp.model) is MLPConfig and mlp.model.features == 7
+    assert JobConfig.from_dict(mlp.to_dict()) == mlp
+    assert type(JobConfig.from_dict({}).model) is ClassificationConfig
+
+
+def test_any_family_schema_merges_into_the_job_schema(compose):
+    """The job schema's model node is the common base, so a family's schema (a subclass) replaces it."""
+    from hydra.core.config_store import ConfigStore
+
+    from dlbench.tasks.test_mlp import MLPConfig
+
+    compose()  # registers the schemas
+    schema = ConfigStore.instance().repo["dlbench_schema.yaml"].node
+    merged = OmegaConf.merge(schema, {"model": OmegaConf.structured(MLPConfig)})
+    assert OmegaConf.get_type(merged.model) is MLPConfig
+    with pytest.raises(Exception, match="image_size"):
+        OmegaConf.merge(merged, {"model": {"image_size": 32}})
