@@ -24,7 +24,14 @@ EXPECTED = {
 def test_each_precision_option_plans_the_same_for_every_backend(compose, option, kind):
     job = JobConfig.from_dict(OmegaConf.to_container(compose([f"precision={option}"]), resolve=True))
     plan = plan_precision(job.precision, kind)
-    got = (plan.compute_dtype, plan.param_dtype, plan.autocast, plan.loss_scaling, plan.tf32, plan.input_dtype)
+    got = (
+        plan.compute_dtype,
+        plan.param_dtype,
+        plan.autocast,
+        plan.loss_scaling,
+        plan.tf32,
+        plan.input_dtype,
+    )
     assert got == EXPECTED[(option, kind)]
 
 
