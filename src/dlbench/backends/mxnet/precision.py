@@ -206,7 +206,7 @@ class LayerProbe:
     def observe(self, inputs: tuple, train: bool) -> None:
         variables = [mx.sym.var(n) for n in self.input_names]
         sym = self.net(*variables)
-        sym = sym[0] if isinstance(sym, (list, tuple)) else sym
+        sym = mx.sym.Group(list(sym)) if isinstance(sym, (list, tuple)) else sym  # every output's graph
         internals = sym.get_internals()
         self.amp_cast_ops = sum(
             1 for n in internals.list_outputs() if "amp_cast" in n or "amp_multicast" in n

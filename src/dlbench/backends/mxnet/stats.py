@@ -69,5 +69,5 @@ def model_stats(model_cfg: ModelConfig) -> dict[str, Any]:
     net = load_family("mxnet", spec.task).build_model(model_cfg)
     shapes = {name: (1, *spec.sample_shape(t)) for name, t in spec.inputs.items()}
     out = net(*[mx.sym.var(name) for name in shapes])
-    stats = graph_stats(out[0] if isinstance(out, (list, tuple)) else out, shapes)
+    stats = graph_stats(mx.sym.Group(list(out)) if isinstance(out, (list, tuple)) else out, shapes)
     return {"params": stats["params"], "gflops": (stats["Convolution"] + stats["FullyConnected"]) / 1e9}
