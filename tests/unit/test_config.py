@@ -131,3 +131,26 @@ def test_any_family_schema_merges_into_the_job_schema(compose):
     assert OmegaConf.get_type(merged.model) is MLPConfig
     with pytest.raises(Exception, match="image_size"):
         OmegaConf.merge(merged, {"model": {"image_size": 32}})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["framework=tf", "framework.compile=true"], "compile"),
+        (["framework=mxnet", "framework.xla=true"], "xla"),
+        (["framework=torch", "framework.hybridize=false"], "hybridize"),
+    ],
+)
+def test_a_key_of_another_framework_is_refused_at_composition(compose, overrides, key):
+    with pytest.raises(Exception, match=key):
+        compose(overrides)
+
+
+def test_each_framework_gets_its_own_schema_back_from_json(compose):
+    from dlbench.config import MXNetConfig, TFConfig, TorchConfig
+
+    for name, cls in (("torch", TorchConfig), ("tf", TFConfig), ("mxnet", MXNetConfig)):
+        job = JobConfig.from_dict(OmegaConf.to_container(compose([f"framework={name}"]), resolve=True))
+        assert type(job.framework) is cls and JobConfig.from_dict(job.to_dict()) == job
+    tf = JobConfig.from_dict({"framework": {"name": "tf", "xla": True}}).to_dict()["framework"]
+    assert tf == {"name": "tf", "python": None, "xla": True}  # no torch or mxnet keys logged as params
