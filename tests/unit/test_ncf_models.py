@@ -17,52 +17,61 @@ from dlbench.backends.neumf_layout import dense_flops_per_sample, param_count, w
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
-TINY = {"num_users": 7, "num_items": 11, "mf_dim": 4, "mlp_layers": [8, 6, 4]}
+TINY = {"users": 7, "items": 11, "factors": 4, "mlp_layers": [8, 6, 4]}
 
-# per framework: import the module as `rec`, define count(model), forward(model, users, items) -> numpy
-# logits, loss(logits numpy, labels numpy) -> float and sgd_step(model, users, items, labels) (lr 1);
-# the BODY then uses CASE (an .npz path) and TINY
+# per framework: import the module as `rec` and make_loss; define build(cfg), count(model),
+# forward(model, users, items) -> numpy logits, loss(logits numpy, labels numpy) -> float (mean) and
+# sgd_step(model, users, items, labels) (lr 1); the BODY defines LOSS and uses CASE (an .npz) and TINY
 ADAPTERS = {
     "torch": """
         import torch
+        from dlbench.backends.torch.losses import make_loss
         from dlbench.backends.torch.models import recommendation as rec
         torch.manual_seed(0)
+        def build(cfg): return rec.build_model(cfg)
         def count(m): return sum(p.numel() for p in m.parameters())
         def forward(m, u, i):
             with torch.no_grad(): return m(torch.from_numpy(u), torch.from_numpy(i)).numpy()
-        def loss(x, y): return float(rec.bce_with_logits(torch.from_numpy(x), torch.from_numpy(y)))
+        def loss(x, y): return float(LOSS(torch.from_numpy(x), torch.from_numpy(y)))
         def sgd_step(m, u, i, y):
             m.zero_grad()
-            rec.bce_with_logits(m(torch.from_numpy(u), torch.from_numpy(i)), torch.from_numpy(y)).backward()
+            LOSS(m(torch.from_numpy(u), torch.from_numpy(i)), torch.from_numpy(y)).backward()
             with torch.no_grad():
                 for p in m.parameters(): p -= p.grad
     """,
     "tf": """
         import keras
+        import tensorflow as tf
+        from dlbench.backends.tensorflow.losses import make_loss
         from dlbench.backends.tensorflow.models import recommendation as rec
         keras.utils.set_random_seed(0)
+        def build(cfg): return rec.build_model(cfg)
         def count(m): return m.count_params()
         def forward(m, u, i): return keras.ops.convert_to_numpy(m([u.astype("int32"), i.astype("int32")]))
-        def loss(x, y): return float(rec.bce_with_logits(x, y))
+        def loss(x, y): return float(LOSS(tf.constant(x), tf.constant(y)))
         def sgd_step(m, u, i, y):
-            import tensorflow as tf
             with tf.GradientTape() as tape:
-                value = rec.bce_with_logits(m([u.astype("int32"), i.astype("int32")]), y)
+                value = LOSS(m([u.astype("int32"), i.astype("int32")]), tf.constant(y))
             for v, g in zip(m.trainable_variables, tape.gradient(value, m.trainable_variables)):
                 v.assign_sub(tf.convert_to_tensor(g))
     """,
     "mxnet": """
         from dlbench.backends.mxnet._compat import mx
+        from dlbench.backends.mxnet.losses import make_loss
         from dlbench.backends.mxnet.models import recommendation as rec
         mx.random.seed(0)
+        def build(cfg):
+            net = rec.build_model(cfg)
+            rec.initialize(net, cfg, mx.cpu())
+            net.hybridize()
+            return net
         def count(m): return sum(p.data().size for p in m.collect_params().values())
-        def forward(m, u, i):
-            m.hybridize()
-            return m(mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")).asnumpy()
-        def loss(x, y): return float(rec.bce_with_logits(mx.nd.array(x), mx.nd.array(y)).asscalar())
+        def ids(a): return mx.nd.array(a, dtype="int32")
+        def forward(m, u, i): return m(ids(u), ids(i)).asnumpy()
+        def loss(x, y): return float(LOSS(mx.nd.array(x), mx.nd.array(y)).mean().asscalar())
         def sgd_step(m, u, i, y):
             with mx.autograd.record():
-                value = rec.bce_with_logits(m(mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")), mx.nd.array(y))
+                value = LOSS(m(ids(u), ids(i)), mx.nd.array(y)).mean()
             value.backward()
             for p in m.collect_params().values(): p.set_data(p.data() - p.grad())
     """,
@@ -71,10 +80,12 @@ ADAPTERS = {
 BODY = """
     import json
     import numpy as np
+    from dlbench.tasks.recommendation import RecommendationConfig, spec
     out = {}
-    # parameter counts with the framework's own tool, at MovieLens-20M and -100K sizes
-    out["params_20m"] = count(rec.build_neumf(138493, 26744))
-    big = rec.build_neumf(943, 1682)
+    LOSS = make_loss(spec(RecommendationConfig()))  # the task's loss kind, as the bench makes it
+    # parameter counts with the framework's own tool, at MovieLens-20M (the default) and -100K sizes
+    out["params_20m"] = count(build(RecommendationConfig()))
+    big = build(RecommendationConfig(users=943, items=1682))
     out["params_100k"] = count(big)
     # the initialisation scheme, read back through the neutral names
     w = rec.export_weights(big)
@@ -82,7 +93,7 @@ BODY = """
     # identical weights -> identical outputs
     case = np.load(CASE)
     weights = {k.replace("/", "."): case[k] for k in case.files if "/" in k}
-    tiny = rec.build_neumf(**TINY)
+    tiny = build(RecommendationConfig(**TINY))
     rec.load_weights(tiny, weights)
     back = rec.export_weights(tiny)
     out["roundtrip"] = max(float(np.abs(back[k] - weights[k]).max()) for k in weights)
@@ -124,11 +135,11 @@ def case(tmp_path_factory) -> dict:
     """Random weights large enough for non-trivial outputs, ids, labels, and logits far outside
     float32's exp range for the numerically safe loss."""
     rng = np.random.default_rng(1)
-    shapes = weight_shapes(TINY["num_users"], TINY["num_items"], TINY["mf_dim"], TINY["mlp_layers"])
+    shapes = weight_shapes(TINY["users"], TINY["items"], TINY["factors"], TINY["mlp_layers"])
     weights = {k: rng.normal(0, 0.7, size=s).astype(np.float32) for k, s in shapes.items()}
     arrays = {
-        "users": rng.integers(0, TINY["num_users"], 32).astype(np.int64),
-        "items": rng.integers(0, TINY["num_items"], 32).astype(np.int64),
+        "users": rng.integers(0, TINY["users"], 32).astype(np.int64),
+        "items": rng.integers(0, TINY["items"], 32).astype(np.int64),
         "labels": rng.integers(0, 2, 32).astype(np.float32),
         "extreme": np.array([[-500.0], [500.0], [120.0], [-120.0]], dtype=np.float32),
         "extreme_labels": np.array([1.0, 0.0, 0.0, 1.0], dtype=np.float32),

@@ -112,6 +112,10 @@ class SpecBench:
         dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
         if self.job.dataset.name == "synthetic":
             source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI
+            from dlbench.data.movielens import MovieLensSource
+
+            source = MovieLensSource(self.job, to_device)
         else:
             source = ExplainedSource(real())
         self.source = TimedSource(source)

@@ -6,8 +6,9 @@ final kernel LeCun-uniform (Xavier uniform, in, magnitude 3), biases U(+-1/sqrt(
 default, which DLE keeps). Dropout after each MLP ReLU as in DLE, off by default for benchmarking.
 
 Child blocks carry the framework-neutral names of dlbench.backends.neumf_layout as their prefixes
-(mf_user_, mlp0_, final_, ...). The block returns logits (N, 1); `bce_with_logits` applies the
-sigmoid inside the loss, in float32.
+(mf_user_, mlp0_, final_, ...). The block returns logits (N, 1); the task's loss
+(backends/mxnet/losses.py, `sigmoid_binary_cross_entropy`: SigmoidBCE with from_sigmoid=False, i.e.
+relu(x) - x*y + softrelu(-|x|)) applies the sigmoid without overflow.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
+from dlbench.tasks.recommendation import RecommendationConfig
 
 nn = mx.gluon.nn
 
@@ -72,28 +74,20 @@ class NeuMF(mx.gluon.HybridBlock):
     def hybrid_forward(self, F: Any, users: Any, items: Any) -> Any:
         gmf = self.mf_user(users) * self.mf_item(items)
         x = F.concat(self.mlp_user(users), self.mlp_item(items), dim=1)
-        return self.final(F.concat(gmf, self.mlp(x), dim=1))
+        # Under AMP the MLP computes in bfloat16/float16 while the GMF product stays float32, and Gluon's
+        # concat wants one dtype: cast both to the wider, as AMP does for its "widest type" ops (a no-op
+        # in float32). The final dense is then cast down again by AMP, like every dense.
+        gmf, mlp = F.amp_multicast(gmf, self.mlp(x), num_outputs=2)
+        return self.final(F.concat(gmf, mlp, dim=1))
 
 
-def build_neumf(
-    num_users: int,
-    num_items: int,
-    mf_dim: int = MF_DIM,
-    mlp_layers: Sequence[int] = MLP_LAYERS,
-    dropout: float = 0.0,
-    ctx: Any = None,
-) -> NeuMF:
-    """NeuMF initialised on `ctx` (default CPU) in float32; not yet hybridized (the caller decides)."""
-    net = NeuMF(num_users, num_items, mf_dim, mlp_layers, dropout)
-    net.initialize(ctx=ctx or mx.cpu())
-    return net
+def build_model(cfg: RecommendationConfig, train: bool = True) -> NeuMF:
+    """NeuMF for the family config, uninitialized (`initialize` gives every parameter its own init)."""
+    return NeuMF(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
 
 
-def bce_with_logits(logits: Any, labels: Any) -> Any:
-    """Mean binary cross-entropy of sigmoid(logits) against 0/1 labels, computed in float32
-    (Gluon's SigmoidBCE with from_sigmoid=False is relu(x) - x*y + softrelu(-|x|): no overflow)."""
-    loss = mx.gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)
-    return loss(logits.astype("float32").reshape((-1,)), labels.astype("float32").reshape((-1,))).mean()
+def initialize(net: NeuMF, cfg: RecommendationConfig, ctx: Any) -> None:
+    net.initialize(ctx=ctx)
 
 
 def _params(net: NeuMF) -> dict[str, tuple[Any, bool]]:

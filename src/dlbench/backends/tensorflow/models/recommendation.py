@@ -7,7 +7,8 @@ DLE keeps). Dropout after each MLP ReLU as in DLE, off by default for benchmarki
 Layer names are the framework-neutral ones of dlbench.backends.neumf_layout (mf_user, ..., mlp0,
 ..., final). Under a mixed-precision policy the final dense runs in the compute dtype and its
 output is cast to float32 by "logits_f32" (Keras' advice: keep the last activation in float32), as
-the classification heads do; the loss then applies the sigmoid in float32 (`bce_with_logits`).
+the classification heads do; the task's loss (backends/tensorflow/losses.py,
+`sigmoid_binary_cross_entropy`) then applies the sigmoid in float32, in the numerically safe form.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
+from dlbench.tasks.recommendation import RecommendationConfig
 
 
 def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
@@ -34,7 +36,12 @@ def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
     return keras.initializers.RandomUniform(-bound, bound)
 
 
-def build_neumf(
+def build_model(cfg: RecommendationConfig, float_dtype: str = "float32") -> keras.Model:
+    """NeuMF for the family config (`float_dtype` is unused: the inputs are ids)."""
+    return _neumf(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
+
+
+def _neumf(
     num_users: int,
     num_items: int,
     mf_dim: int = MF_DIM,
@@ -76,13 +83,6 @@ def build_neumf(
     )(x)
     logits = layers.Activation("linear", dtype="float32", name="logits_f32")(x)
     return keras.Model([users, items], logits, name="neumf")
-
-
-def bce_with_logits(logits, labels):
-    """Mean binary cross-entropy of sigmoid(logits) against 0/1 labels, computed in float32."""
-    logits = ops.reshape(ops.cast(logits, "float32"), (-1,))
-    labels = ops.reshape(ops.cast(labels, "float32"), (-1,))
-    return ops.mean(ops.binary_crossentropy(labels, logits, from_logits=True))
 
 
 def _variables(model: keras.Model) -> dict:

@@ -6,8 +6,8 @@ backends build the same layers with the same scheme (dlbench.backends.neumf_layo
 Dropout after each MLP ReLU exists as in DLE but is off by default: a benchmark measures the
 network, and DLE's 0.5 is a regularisation choice for its accuracy runs.
 
-The model returns logits (N, 1); the sigmoid lives in the loss (`bce_with_logits`), which is the
-numerically safe form under reduced precision.
+The model returns logits (N, 1); the sigmoid lives in the task's loss (backends/torch/losses.py,
+`sigmoid_binary_cross_entropy`: binary_cross_entropy_with_logits in float32, the numerically safe form).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
+from dlbench.tasks.recommendation import RecommendationConfig
 
 
 class NeuMF(nn.Module):
@@ -70,20 +71,9 @@ class NeuMF(nn.Module):
         return self.final(torch.cat((gmf, x), dim=1))
 
 
-def build_neumf(
-    num_users: int,
-    num_items: int,
-    mf_dim: int = MF_DIM,
-    mlp_layers: Sequence[int] = MLP_LAYERS,
-    dropout: float = 0.0,
-) -> NeuMF:
-    """NeuMF on the CPU in float32 (the caller moves it and picks the precision)."""
-    return NeuMF(num_users, num_items, mf_dim, mlp_layers, dropout)
-
-
-def bce_with_logits(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean binary cross-entropy of sigmoid(logits) against 0/1 labels, computed in float32."""
-    return F.binary_cross_entropy_with_logits(logits.float().reshape(-1), labels.float().reshape(-1))
+def build_model(cfg: RecommendationConfig) -> NeuMF:
+    """NeuMF for the family config, on the CPU in float32 (the bench moves it and picks the precision)."""
+    return NeuMF(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
 
 
 def _tensor(model: NeuMF, name: str) -> tuple[torch.Tensor, bool]:
