@@ -17,7 +17,7 @@ from dlbench.backends.neumf_layout import dense_flops_per_sample, param_count, w
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
-TINY = {"users": 7, "items": 11, "factors": 4, "mlp_layers": [8, 6, 4]}
+TINY = {"num_users": 7, "num_items": 11, "factors": 4, "mlp_layers": [8, 6, 4]}
 
 # per framework: import the module as `rec` and make_loss; define build(cfg), count(model),
 # forward(model, users, items) -> numpy logits, loss(logits numpy, labels numpy) -> float (mean) and
@@ -85,7 +85,7 @@ BODY = """
     LOSS = make_loss(spec(RecommendationConfig()))  # the task's loss kind, as the bench makes it
     # parameter counts with the framework's own tool, at MovieLens-20M (the default) and -100K sizes
     out["params_20m"] = count(build(RecommendationConfig()))
-    big = build(RecommendationConfig(users=943, items=1682))
+    big = build(RecommendationConfig(num_users=943, num_items=1682))
     out["params_100k"] = count(big)
     # the initialisation scheme, read back through the neutral names
     w = rec.export_weights(big)
@@ -135,11 +135,11 @@ def case(tmp_path_factory) -> dict:
     """Random weights large enough for non-trivial outputs, ids, labels, and logits far outside
     float32's exp range for the numerically safe loss."""
     rng = np.random.default_rng(1)
-    shapes = weight_shapes(TINY["users"], TINY["items"], TINY["factors"], TINY["mlp_layers"])
+    shapes = weight_shapes(TINY["num_users"], TINY["num_items"], TINY["factors"], TINY["mlp_layers"])
     weights = {k: rng.normal(0, 0.7, size=s).astype(np.float32) for k, s in shapes.items()}
     arrays = {
-        "users": rng.integers(0, TINY["users"], 32).astype(np.int64),
-        "items": rng.integers(0, TINY["items"], 32).astype(np.int64),
+        "users": rng.integers(0, TINY["num_users"], 32).astype(np.int64),
+        "items": rng.integers(0, TINY["num_items"], 32).astype(np.int64),
         "labels": rng.integers(0, 2, 32).astype(np.float32),
         "extreme": np.array([[-500.0], [500.0], [120.0], [-120.0]], dtype=np.float32),
         "extreme_labels": np.array([1.0, 0.0, 0.0, 1.0], dtype=np.float32),

@@ -35,7 +35,9 @@ TINY = {
         name="resnet_cifar", depth=8, image_size=32, num_classes=10, batch_size=2
     ),
     "test_mlp": MLPConfig(features=16, hidden=32, batch_size=8),
-    "recommendation": RecommendationConfig(users=16, items=24, factors=8, mlp_layers=[16, 8], batch_size=10),
+    "recommendation": RecommendationConfig(
+        num_users=16, num_items=24, factors=8, mlp_layers=[16, 8], batch_size=10
+    ),
 }
 STEPS = 3
 

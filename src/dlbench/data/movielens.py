@@ -2,8 +2,8 @@
 
 Two halves, both numpy only:
 - `check_movielens(job)` runs in the orchestrator before any worker starts (called by
-  data.validate.check_dataset): it resolves the ratings file, reads it, fills `model.users` /
-  `model.items` from the data when they are null (so the embedding tables have one row per user and
+  data.validate.check_dataset): it resolves the ratings file, reads it, fills `model.num_users` /
+  `model.num_items` from the data when they are null (so the embedding tables have one row per user and
   item that occurs, and MLflow records the sizes), and turns every problem into a one-line ConfigError.
 - `MovieLensSource` runs in the worker (backends.skeleton opens it in place of a DALI source): the
   leave-one-out split; in training, every epoch the positives plus `model.negatives` fresh negatives
@@ -26,18 +26,22 @@ from dlbench.data.interactions import InteractionsError, leave_one_out, read_int
 from dlbench.data.negatives import EVAL_NEGATIVES, evaluation_candidates, training_samples
 from dlbench.data.synthetic import HostBatch
 
-DEFAULT_PATH = Path(__file__).resolve().parents[3] / "data" / "movielens" / "ml-100k"  # the setup script's
+ROOT = Path(__file__).resolve().parents[3]  # the project: scripts/get_movielens100k.py writes under data/
 
 
 def resolve_movielens_path(job: JobConfig) -> Path:
-    """dataset.path, else $dataset.path_env, else where scripts/get_movielens100k.py puts ML-100K."""
+    """dataset.path (else $dataset.path_env); a relative path not found from the working directory is
+    taken from the project root, where the setup script puts data/movielens/ml-100k."""
     ds = job.dataset
-    raw = ds.path or (os.environ.get(ds.path_env) if ds.path_env else None)
-    return Path(os.path.expandvars(os.path.expanduser(raw))).absolute() if raw else DEFAULT_PATH
+    raw = ds.path or (os.environ.get(ds.path_env) if ds.path_env else None) or ""
+    path = Path(os.path.expandvars(os.path.expanduser(raw)))
+    if not path.is_absolute() and not path.exists():
+        path = ROOT / path
+    return path.absolute()
 
 
 def check_movielens(job: JobConfig) -> dict[str, Any]:
-    """Check a recommendation job's data; fill model.users/items from it; return facts to log."""
+    """Check a recommendation job's data; fill model.num_users/num_items from it; return facts to log."""
     ds, model = job.dataset, job.model
     if model.task != "recommendation":
         raise ConfigError(
@@ -55,13 +59,13 @@ def check_movielens(job: JobConfig) -> dict[str, Any]:
         data = read_interactions(path)
     except InteractionsError as exc:
         raise ConfigError(f"dataset=movielens: {exc}") from None
-    for key, found in (("users", data.num_users), ("items", data.num_items)):
+    for key, found in (("num_users", data.num_users), ("num_items", data.num_items)):
         size = getattr(model, key)
         if size is None:
             setattr(model, key, found)
         elif size < found:
             raise ConfigError(
-                f"dataset=movielens: {path} has {found:,} {key} but model.{key}={size}: the embedding table "
+                f"dataset=movielens: {path} has {found:,} {key[4:]} but model.{key}={size}: the embedding table "
                 f"needs a row each; use model.{key}={found} or null (from the data)"
             )
     per_epoch = samples_per_epoch(len(data), data.num_users, job)

@@ -15,31 +15,32 @@ from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec,
 class RecommendationConfig(ModelConfig):
     """conf/model/ncf.yaml (Hydra schema `recommendation_schema`).
 
-    users / items: embedding rows; null = the dataset's counts (dataset=movielens fills them in before
-    the job starts), or MovieLens-20M's 138,493 x 26,744 for synthetic data (31,832,577 parameters)."""
+    num_users / num_items: embedding rows; null = the dataset's counts (dataset=movielens fills them in
+    before the job starts), or MovieLens-20M's 138,493 x 26,744 for synthetic data (31,832,577
+    parameters). (Not `users` / `items`: a DictConfig has an items() method that would hide the key.)"""
 
     name: str = "ncf"
     task: str = "recommendation"
     batch_size: int = 16384
-    users: int | None = None
-    items: int | None = None
+    num_users: int | None = None
+    num_items: int | None = None
     factors: int = 64  # GMF embedding width (DLE's mf_dim)
     mlp_layers: list[int] = field(default_factory=lambda: [256, 256, 128, 64])
     dropout: float = 0.0  # DLE trains with 0.5; a benchmark measures the network without it
     negatives: int = 4  # sampled per training positive (real data)
 
-    def num_users(self) -> int:
-        return self.users or ML20M_USERS
-
-    def num_items(self) -> int:
-        return self.items or ML20M_ITEMS
-
     def check(self) -> list[tuple[bool, str]]:
         layers = list(self.mlp_layers)
         return [
             *super().check(),
-            (self.users is None or self.users >= 1, f"model.users={self.users}: must be 1 or more (or null)"),
-            (self.items is None or self.items >= 2, f"model.items={self.items}: must be 2 or more (or null)"),
+            (
+                self.num_users is None or self.num_users >= 1,
+                f"model.num_users={self.num_users}: use 1+ or null",
+            ),
+            (
+                self.num_items is None or self.num_items >= 2,
+                f"model.num_items={self.num_items}: use 2+ or null",
+            ),
             (self.factors >= 1, f"model.factors={self.factors}: must be 1 or more"),
             (
                 len(layers) >= 2 and layers[0] % 2 == 0 and min(layers) >= 1,
@@ -50,12 +51,17 @@ class RecommendationConfig(ModelConfig):
         ]
 
 
+def table_sizes(cfg: RecommendationConfig) -> tuple[int, int]:
+    """(users, items) embedding rows: the config's, or MovieLens-20M's where null."""
+    return cfg.num_users or ML20M_USERS, cfg.num_items or ML20M_ITEMS
+
+
 def spec(cfg: RecommendationConfig) -> TaskSpec:
     return TaskSpec(
         task="recommendation",
         inputs={
-            "user": TensorSpec((), "int32", 0, cfg.num_users()),
-            "item": TensorSpec((), "int32", 0, cfg.num_items()),
+            "user": TensorSpec((), "int32", 0, table_sizes(cfg)[0]),
+            "item": TensorSpec((), "int32", 0, table_sizes(cfg)[1]),
         },
         targets={"label": TensorSpec((), "int32", 0, 2)},
         loss="sigmoid_binary_cross_entropy",

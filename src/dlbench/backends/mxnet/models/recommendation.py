@@ -28,7 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
-from dlbench.tasks.recommendation import RecommendationConfig
+from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
 
 nn = mx.gluon.nn
 
@@ -83,7 +83,7 @@ class NeuMF(mx.gluon.HybridBlock):
 
 def build_model(cfg: RecommendationConfig, train: bool = True) -> NeuMF:
     """NeuMF for the family config, uninitialized (`initialize` gives every parameter its own init)."""
-    return NeuMF(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
+    return NeuMF(*table_sizes(cfg), cfg.factors, cfg.mlp_layers, cfg.dropout)
 
 
 def initialize(net: NeuMF, cfg: RecommendationConfig, ctx: Any) -> None:

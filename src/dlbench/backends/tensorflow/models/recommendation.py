@@ -28,7 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
-from dlbench.tasks.recommendation import RecommendationConfig
+from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
 
 
 def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
@@ -38,7 +38,7 @@ def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
 
 def build_model(cfg: RecommendationConfig, float_dtype: str = "float32") -> keras.Model:
     """NeuMF for the family config (`float_dtype` is unused: the inputs are ids)."""
-    return _neumf(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
+    return _neumf(*table_sizes(cfg), cfg.factors, cfg.mlp_layers, cfg.dropout)
 
 
 def _neumf(

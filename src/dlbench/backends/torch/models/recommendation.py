@@ -28,7 +28,7 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
-from dlbench.tasks.recommendation import RecommendationConfig
+from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
 
 
 class NeuMF(nn.Module):
@@ -73,7 +73,7 @@ class NeuMF(nn.Module):
 
 def build_model(cfg: RecommendationConfig) -> NeuMF:
     """NeuMF for the family config, on the CPU in float32 (the bench moves it and picks the precision)."""
-    return NeuMF(cfg.num_users(), cfg.num_items(), cfg.factors, cfg.mlp_layers, cfg.dropout)
+    return NeuMF(*table_sizes(cfg), cfg.factors, cfg.mlp_layers, cfg.dropout)
 
 
 def _tensor(model: NeuMF, name: str) -> tuple[torch.Tensor, bool]:
