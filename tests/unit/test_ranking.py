@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dlbench.eval.ranking import hit_rate_ndcg, rank_counts
+from dlbench.eval.ranking import hit_rate_at_10, hit_rate_ndcg, rank_counts
 
 
 def test_hand_case_with_k_2():
@@ -61,3 +61,25 @@ def test_nan_scores_rank_last():
 def test_a_wrong_shape_is_refused(shape):
     with pytest.raises(ValueError, match="users x candidates"):
         hit_rate_ndcg(np.zeros(shape))
+
+
+def test_the_positive_column_can_differ_per_row():
+    scores = np.array([[1.0, 9.0, 2.0], [3.0, 0.0, 4.0]])
+    assert rank_counts(scores, positive_col=np.array([1, 2]))[0].tolist() == [0, 0]
+    assert hit_rate_ndcg(scores, k=1, positive_col=np.array([0, 1])) == (0.0, 0.0)
+
+
+def test_hit_rate_at_10_from_flat_outputs_and_labels():
+    rng = np.random.default_rng(0)
+    scores = rng.random((4, 101))
+    scores[:2, 0] = 2.0  # users 0 and 1 rank their held-out item first, users 2 and 3 last
+    scores[2:, 0] = -1.0
+    labels = np.zeros((4, 101))
+    labels[:, 0] = 1
+    assert hit_rate_at_10(scores.reshape(-1, 1), labels.reshape(-1)) == 0.5
+    order = rng.permutation(101)  # the positive may sit anywhere among a user's candidates
+    assert hit_rate_at_10(scores[:, order].reshape(-1), labels[:, order].reshape(-1)) == 0.5
+    scores[3, 5] = np.inf
+    assert np.isnan(hit_rate_at_10(scores.reshape(-1), labels.reshape(-1)))
+    with pytest.raises(ValueError, match="one positive"):
+        hit_rate_at_10(np.zeros(10), np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0]))
