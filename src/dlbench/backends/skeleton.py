@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from dlbench.config import JobConfig
-from dlbench.core.bench import Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
 
@@ -33,8 +33,6 @@ def load_family(framework: str, task: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
-        from dlbench.core.bench import BackendUnavailable
-
         raise BackendUnavailable(
             f"framework={framework} model.task={task}: this framework has no {task} models yet "
             f"({name.replace('.', '/')}.py)"
@@ -78,10 +76,6 @@ class LayerRecord:
         self.last = seen
         if self.first_compute is None and not lookup:
             self.first_compute = seen
-
-    @property
-    def complete(self) -> bool:
-        return self.first is not None
 
     def facts(self) -> dict[str, Any]:
         """compute_dtype (the first computing layer's output dtype) and the first/last layers seen."""
