@@ -100,14 +100,23 @@ class SpecBench:
         self.unit = self.spec.unit
         self.train = job.mode == "train"
         self.source: TimedSource | None = None
+        self.family: ModuleType | None = None
+
+    def load_family(self, framework: str) -> ModuleType:
+        """The framework's model module for this job's task (kept: open_source looks for its hooks)."""
+        self.family = load_family(framework, self.spec.task)
+        return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
-        dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
+        dataset through the family's `real_source(bench)` when its model module defines one (a task whose
+        data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
+        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`."""
         if self.job.dataset.name == "synthetic":
             source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         else:
-            source = ExplainedSource(real())
+            hook = getattr(self.family, "real_source", None)
+            source = ExplainedSource(hook(self) if hook is not None else real())
         self.source = TimedSource(source)
 
     def units(self) -> int:
