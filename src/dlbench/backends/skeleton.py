@@ -1,5 +1,5 @@
-"""What every framework's bench shares, written once and framework-free (docs/architecture.md, "Backend
-skeleton"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
+"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
 `data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
 showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
 precision translation, model building, the step, sync and memory.
@@ -13,21 +13,16 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from dlbench.backends.base import BACKENDS
 from dlbench.config import JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
 
-_PACKAGES = {
-    "torch": "dlbench.backends.torch",
-    "tf": "dlbench.backends.tensorflow",
-    "mxnet": "dlbench.backends.mxnet",
-}
-
 
 def load_family(framework: str, task: str) -> ModuleType:
     """The framework's model module for `task`: backends/<framework>/models/<task>.py."""
-    name = f"{_PACKAGES[framework]}.models.{task}"
+    name = f"{BACKENDS[framework][0]}.models.{task}"
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
