@@ -9,7 +9,10 @@ migration can leave a half-made store (issue #10).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock
@@ -49,8 +52,9 @@ def create_sqlite_store(db: Path) -> None:
             return
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+        for stale in db.parent.glob(f".{db.name}.*.creating"):  # left by a process killed meanwhile
+            stale.unlink(missing_ok=True)
         tmp = db.with_name(f".{db.name}.{os.getpid()}.creating")
-        tmp.unlink(missing_ok=True)
         try:
             store = SqlAlchemyStore(f"{SQLITE}{tmp}", artifact_location(f"{SQLITE}{db}"))
             store.engine.dispose()
@@ -64,8 +68,9 @@ def open_store(uri: str, experiment: str) -> tuple[MlflowClient, str]:
     if uri.startswith(SQLITE):
         create_sqlite_store(Path(uri.removeprefix(SQLITE)))
     try:
-        client = MlflowClient(tracking_uri=uri)
-        found = client.get_experiment_by_name(experiment)
+        with _quiet_mlflow():  # MLflow prints a damaged store's traceback itself before raising
+            client = MlflowClient(tracking_uri=uri)
+            found = client.get_experiment_by_name(experiment)
     except Exception as exc:
         raise StoreError(_broken(uri, exc)) from None
     if found is not None:
@@ -77,6 +82,17 @@ def open_store(uri: str, experiment: str) -> tuple[MlflowClient, str]:
         if found is None:
             raise
         return client, found.experiment_id
+
+
+@contextlib.contextmanager
+def _quiet_mlflow() -> Iterator[None]:
+    logger = logging.getLogger("mlflow")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _broken(uri: str, exc: Exception) -> str:
