@@ -183,7 +183,7 @@ def test_sweeps_started_together_on_a_new_store_all_land(tmp_path, sweeps):
 def test_no_secret_reaches_the_store_the_artifacts_or_the_report(cli, server, tmp_path):  # noqa: F811
     planted = "PLANTED-pw-8731"
     uri = server["url"].replace("http://", f"http://alice:{planted}@")
-    overrides = ["precision=fp32,bf16", *TINY, f"dataset.path=https://data.example/x?sig={planted}-sig"]
+    overrides = ["precision=fp32,bf16", *TINY, f"dataset.path='https://data.example/x?sig={planted}-sig'"]
     args = [sys.executable, str(ROOT / "src" / "run.py"), "-m", *overrides, f"tracking.uri={uri}",
             f"hydra.sweep.dir={cli.tmp / 'sweep'}"]  # fmt: skip
     env = cli.env(TF_FAKE_TOKEN=f"{planted}-env", OMP_SECRET_KEY=f"{planted}-env2", OMP_NUM_THREADS="1")

@@ -19,6 +19,7 @@ from dlbench.overrides import check_overrides
     [
         ("tracking.uri=http://u:PW@host:5000", "tracking.uri=http://u:***@host:5000"),
         ("postgresql://bob:s3cr%40t@db/mlflow", "postgresql://bob:***@db/mlflow"),
+        (r"tracking.uri=http\://u\:PW@h\:5000", r"tracking.uri=http\://u:***@h\:5000"),  # as Hydra logs it
         ("https://h/x?password=PW&keep=1", "https://h/x?password=***&keep=1"),
         ("https://h/x?X-Amz-Signature=S&access_token=T", "https://h/x?X-Amz-Signature=***&access_token=***"),
         ("sqlite:////tmp/a/mlflow.db", "sqlite:////tmp/a/mlflow.db"),

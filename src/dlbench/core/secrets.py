@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 HIDDEN = "***"
-_USERINFO = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@'\"]*):(?P<secret>[^@/\s'\"]*)@")
+# Hydra writes a multirun's overrides with `:` escaped (`http\://u\:pw@h`): both forms are matched.
+_USERINFO = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.\-]*\\?://[^/\s:@'\"\\]*)\\?:(?P<secret>[^@/\s'\"]*)@")
 _SECRET_WORDS = r"pass(?:word|wd)?|pwd|token|secret|key|signature|sig|credential|auth"
 _QUERY = re.compile(
     rf"(?P<pre>[?&;](?:[\w.\-]*?)(?:{_SECRET_WORDS})(?:[\w.\-]*)=)(?P<secret>[^&#\s'\"]+)", re.IGNORECASE
