@@ -77,6 +77,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         "CPU util",
         f"energy (J/{unit.removesuffix('s')})",
         "warm-up (s)",
+        "CPU threads",
     ]
     rows = []
     for e in group.entries:
@@ -98,6 +99,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
             fmt(j.metric("cpu_util_mean"), ".0f", "%"),
             fmt(j.metric("energy_j_per_sample"), "#.3g"),
             fmt(j.metric("warmup_s"), ".2f"),
+            j.threads or DASH,
         ]
         rows.append(row)
     return Table(f"table-{group.slug}", "dlbench-table results", headers, rows)
