@@ -8,7 +8,7 @@ widths); the two branch outputs are concatenated and one dense unit gives the lo
 Each backend keeps its own parameter names and layouts (torch and Gluon store a dense weight as
 (out, in), Keras as (in, out)). Exchanging weights through the framework-neutral names below, with
 dense kernels as (in, out), lets a test load one set of numbers into all three networks and compare
-outputs, and lets the parity check count parameters from one definition.
+outputs.
 """
 
 from __future__ import annotations
@@ -47,27 +47,6 @@ def weight_shapes(
     shapes["final.kernel"] = (mlp_layers[-1] + mf_dim, 1)
     shapes["final.bias"] = (1,)
     return shapes
-
-
-def param_count(
-    num_users: int, num_items: int, mf_dim: int = MF_DIM, mlp_layers: Sequence[int] = MLP_LAYERS
-) -> int:
-    """Trainable parameters: 31,832,577 at MovieLens-20M sizes (138,493 x 26,744), 611,073 at ML-100K."""
-    total = 0
-    for shape in weight_shapes(num_users, num_items, mf_dim, mlp_layers).values():
-        size = 1
-        for dim in shape:
-            size *= dim
-        total += size
-    return total
-
-
-def dense_flops_per_sample(mf_dim: int = MF_DIM, mlp_layers: Sequence[int] = MLP_LAYERS) -> int:
-    """Forward multiply-adds x 2 of the dense layers (MLP + final) for one (user, item) pair; the
-    lookups and the GMF product are memory traffic, not counted (as the parity check counts only
-    conv/dense FLOPs for every model)."""
-    macs = sum(fan_in * fan_out for _, fan_in, fan_out in mlp_dense(mlp_layers)) + mlp_layers[-1] + mf_dim
-    return 2 * macs
 
 
 def check_weights(weights: dict, shapes: dict[str, tuple[int, ...]]) -> None:
