@@ -3,6 +3,7 @@ worker (sizes from the data, one-line errors) and the numpy batches the benches 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,15 @@ def test_inference_batches_are_each_users_101_candidates(tmp_path):
     assert (first.inputs["user"] == 0).all()
     assert first.targets["label"].tolist() == [1] + [0] * 100  # the held-out item first
     source.close()
+
+
+def test_a_changed_file_is_read_again(tmp_path):
+    folder = _ratings(tmp_path / "ml")
+    first = _job(folder)
+    check_dataset(first)
+    _ratings(folder, users=13)
+    stat = (folder / "u.data").stat()
+    os.utime(folder / "u.data", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    second = _job(folder)
+    check_dataset(second)
+    assert (first.model.num_users, second.model.num_users) == (12, 13)

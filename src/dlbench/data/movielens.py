@@ -14,6 +14,7 @@ Two halves, both numpy only:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,10 +57,10 @@ def check_movielens(job: JobConfig) -> dict[str, Any]:
         raise ConfigError("mode=data measures a DALI input pipeline; dataset=movielens has none")
     path = resolve_movielens_path(job)
     try:
-        data = read_interactions(path)
+        rows, users, items = _counts(str(path), path.stat().st_mtime_ns if path.exists() else 0)
     except InteractionsError as exc:
         raise ConfigError(f"dataset=movielens: {exc}") from None
-    for key, found in (("num_users", data.num_users), ("num_items", data.num_items)):
+    for key, found in (("num_users", users), ("num_items", items)):
         size = getattr(model, key)
         if size is None:
             setattr(model, key, found)
@@ -68,7 +69,7 @@ def check_movielens(job: JobConfig) -> dict[str, Any]:
                 f"dataset=movielens: {path} has {found:,} {key[4:]} but model.{key}={size}: the embedding table "
                 f"needs a row each; use model.{key}={found} or null (from the data)"
             )
-    per_epoch = samples_per_epoch(len(data), data.num_users, job)
+    per_epoch = samples_per_epoch(rows, users, job)
     if per_epoch < job.batch_size:
         raise ConfigError(
             f"dataset=movielens: an epoch of {path} holds {per_epoch:,} samples, fewer than the batch size "
@@ -77,10 +78,18 @@ def check_movielens(job: JobConfig) -> dict[str, Any]:
     ds.path = str(path)
     return {
         "dataset.resolved_path": str(path),
-        "dataset.found_samples": len(data),
-        "dataset.users": data.num_users,
-        "dataset.items": data.num_items,
+        "dataset.found_samples": rows,
+        "dataset.users": users,
+        "dataset.items": items,
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _counts(path: str, mtime_ns: int) -> tuple[int, int, int]:
+    """(ratings, users, items) of a ratings file, read once per sweep (every job of a sweep is checked in
+    the same orchestrator process; ML-20M takes about a minute to read). Only the counts are kept."""
+    data = read_interactions(path)
+    return len(data), data.num_users, data.num_items
 
 
 def samples_per_epoch(rows: int, users: int, job: JobConfig) -> int:
