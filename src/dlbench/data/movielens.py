@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.config import ConfigError, JobConfig
-from dlbench.data.interactions import InteractionsError, leave_one_out, read_interactions
+from dlbench.data.interactions import InteractionsError, find_ratings_file, leave_one_out, read_interactions
 from dlbench.data.negatives import EVAL_NEGATIVES, evaluation_candidates, training_samples
 from dlbench.data.synthetic import HostBatch
 
@@ -57,7 +57,8 @@ def check_movielens(job: JobConfig) -> dict[str, Any]:
         raise ConfigError("mode=data measures a DALI input pipeline; dataset=movielens has none")
     path = resolve_movielens_path(job)
     try:
-        rows, users, items = _counts(str(path), path.stat().st_mtime_ns if path.exists() else 0)
+        file = find_ratings_file(path)
+        rows, users, items = _counts(str(file), file.stat().st_mtime_ns)
     except InteractionsError as exc:
         raise ConfigError(f"dataset=movielens: {exc}") from None
     for key, found in (("num_users", users), ("num_items", items)):
