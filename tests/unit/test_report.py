@@ -23,7 +23,7 @@ from dlbench.report.load import job_row, select
 from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
-from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking, ensure_parent
+from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTally, SweepTracking, ensure_parent, finish_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_CLI = ROOT / "src" / "report.py"
@@ -414,8 +414,8 @@ def hook_sweep(cfg, uri: str) -> tuple[MlflowClient, str]:
     parent = ensure_parent().run_id  # what the sweep's first job run does
     log_job(client, eid, parent, "torch resnet50 fp32 train", (95, 100, 105), metrics=GPU)
     log_job(client, eid, parent, "torch resnet50 amp train", (190, 200, 210), metrics=GPU)
-    STATE.finished += ["job 0", "job 1"]
-    cb.on_multirun_end(config=cfg)
+    tally = SweepTally(finished=["job 0", "job 1"])
+    finish_sweep(tally)  # what src/run.py does when the sweep's jobs have run
     return client, parent
 
 
