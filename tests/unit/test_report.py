@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
 
-from dlbench.config import JobConfig, register_configs
+from dlbench.config import JobConfig, register_configs, validate
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
 from dlbench.report.analysis import analyze, interval, separated
 from dlbench.report.load import job_row, select
@@ -449,6 +450,22 @@ def test_a_report_failure_never_fails_the_sweep(tmp_path, caplog):
 
 
 # ---- presets -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", ["h200_matrix", "h200_optimizer", "h200_compile", "h200_vgg", "h200_dali"])
+def test_the_h200_sweeps_are_presets_whose_every_job_is_valid(preset):
+    """The sweeps behind docs/results/h200.md, once shell scripts, compose into valid CUDA jobs."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+        params = dict(cfg.hydra.sweeper.params)
+        assert params
+        for key, values in params.items():
+            for value in values.split(","):
+                overrides = [f"+experiment={preset}", f"{key}={value}", "dataset.path=/data/jpegs"]
+                job = JobConfig.from_dict(OmegaConf.to_container(compose("config", overrides), resolve=True))
+                validate(job)
+                assert (job.device, job.framework.name, job.schedule.windows) == ("cuda", "torch", 8)
+
+
 def test_presets_compose():
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
