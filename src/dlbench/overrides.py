@@ -57,7 +57,7 @@ def valid_keys() -> tuple[set[str], set[str]]:
     from hydra.core.config_store import ConfigStore
 
     repo = ConfigStore.instance().repo
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and "." not in p.name}  # not local.example
     keys: set[str] = set()
     for name, entry in repo.items():
         if name == ROOT_SCHEMA:
