@@ -81,6 +81,11 @@ class Group:
         return f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
 
     @property
+    def unit(self) -> str:
+        """What the group's throughput counts (one model: one task, one unit)."""
+        return self.entries[0].job.unit if self.entries else "samples"
+
+    @property
     def slug(self) -> str:
         raw = f"{self.model}-{self.mode}" + (f"-{self.variant}" if self.variant else "")
         return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()

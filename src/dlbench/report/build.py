@@ -114,7 +114,9 @@ def _subject(sel: Selection) -> str:
 
 def _table_note(analysis: Analysis) -> str:
     note = (
-        "Throughput: median of the timed windows, samples/s. × fp32: over the same framework at fp32. "
+        "Throughput: median of the timed windows, in the unit each table names (images/s, target tokens/s, "
+        "samples/s). Precision: as configured, with the compute dtype verified on real layer outputs. "
+        "× fp32: over the same framework at fp32. "
         "× fastest framework: over the fastest framework at the same precision. "
         "CPU threads: intra-op/inter-op threads the framework reported using; runs are compared only at "
         "equal counts. "

@@ -65,7 +65,7 @@ class Block:
 
 def result_table(group: Group, show_spread: bool) -> Table:
     """The per-(model, mode) table as text cells; '–' wherever a metric was not logged."""
-    unit = group.entries[0].job.unit if group.entries else "samples"
+    unit = group.unit
     headers = ["framework", "precision", f"throughput ({unit}/s)", "p5–p95"]
     if show_spread:
         headers.append("repeat spread")
