@@ -1,0 +1,137 @@
+"""SSD300 v1.1 (NVIDIA DeepLearningExamples, PyTorch/Detection/SSD) and its multibox loss, in PyTorch.
+
+The reference the Keras and Gluon versions match layer for layer:
+- backbone: torchvision's ResNet-50 v1.5 (the network the classification models use) cut after conv4_x
+  (layer3), with the first conv4_x block's strides set to 1, so conv4_x keeps the 38x38 map;
+- five extra blocks (1x1 conv, BN, ReLU, 3x3 conv, BN, ReLU; stride 2 for the first three, an unpadded
+  stride-1 conv for the last two) giving 19, 10, 5, 3 and 1;
+- six 3x3 heads per map for locations (4 per default box) and class scores (81 per default box).
+Outputs loc (B, 4, 8732) and conf (B, 81, 8732). 22,894,902 parameters at 81 classes.
+
+Initialisation as DLE: torchvision's for the backbone, Xavier-uniform weights for extras and heads.
+
+Module names double as the framework-neutral weight names (`export_weights`/`load_weights`): the other
+backends map their layers onto these keys, so one dict of numpy arrays loads into all three.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+
+NUM_CLASSES = 81
+BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)  # default boxes per cell of the 38, 19, 10, 5, 3, 1 maps
+FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
+EXTRA_MID_CHANNELS = (256, 256, 128, 128, 128)
+NEG_POS_RATIO = 3
+
+
+def _extra_block(cin: int, mid: int, cout: int, downsample: bool) -> nn.Sequential:
+    stride, pad = (2, 1) if downsample else (1, 0)
+    return nn.Sequential(
+        OrderedDict(
+            conv1=nn.Conv2d(cin, mid, 1, bias=False),
+            bn1=nn.BatchNorm2d(mid),
+            relu1=nn.ReLU(inplace=True),
+            conv2=nn.Conv2d(mid, cout, 3, stride, pad, bias=False),
+            bn2=nn.BatchNorm2d(cout),
+            relu2=nn.ReLU(inplace=True),
+        )
+    )
+
+
+class SSD300(nn.Module):
+    def __init__(
+        self, num_classes: int = NUM_CLASSES, boxes_per_cell: tuple[int, ...] = BOXES_PER_CELL
+    ) -> None:
+        super().__init__()
+        self.num_classes = num_classes
+        r = torchvision.models.resnet50(weights=None)
+        block = r.layer3[0]  # conv4_x at stride 1 (DLE: conv1, conv2 and the downsample conv)
+        block.conv1.stride = block.conv2.stride = block.downsample[0].stride = (1, 1)
+        self.backbone = nn.Sequential(
+            OrderedDict(
+                conv1=r.conv1, bn1=r.bn1, relu=r.relu, maxpool=r.maxpool,
+                layer1=r.layer1, layer2=r.layer2, layer3=r.layer3,
+            )
+        )  # fmt: skip
+        chans = FEATURE_CHANNELS
+        self.extras = nn.ModuleList(
+            _extra_block(chans[i], EXTRA_MID_CHANNELS[i], chans[i + 1], downsample=i < 3)
+            for i in range(len(EXTRA_MID_CHANNELS))
+        )
+        self.loc = nn.ModuleList(
+            nn.Conv2d(c, n * 4, 3, padding=1) for c, n in zip(chans, boxes_per_cell, strict=True)
+        )
+        self.conf = nn.ModuleList(
+            nn.Conv2d(c, n * num_classes, 3, padding=1) for c, n in zip(chans, boxes_per_cell, strict=True)
+        )
+        for module in (*self.extras, *self.loc, *self.conf):
+            for p in module.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.backbone(x)
+        feats = [x]
+        for block in self.extras:
+            x = block(x)
+            feats.append(x)
+        b = x.shape[0]
+        loc = torch.cat([head(f).reshape(b, 4, -1) for f, head in zip(feats, self.loc, strict=True)], 2)
+        conf = torch.cat(
+            [head(f).reshape(b, self.num_classes, -1) for f, head in zip(feats, self.conf, strict=True)], 2
+        )
+        return loc, conf
+
+
+def ssd300(num_classes: int = NUM_CLASSES) -> SSD300:
+    return SSD300(num_classes)
+
+
+def ssd_loss(
+    ploc: torch.Tensor, pconf: torch.Tensor, gloc: torch.Tensor, glabel: torch.Tensor
+) -> torch.Tensor:
+    """DLE's multibox loss on encoded targets: Smooth-L1 over the positives' offsets plus cross-entropy
+    over the positives and the 3x as many hardest negatives (picked by a double sort: no per-image loop),
+    per image divided by its positive count, images without positives contributing 0, batch mean.
+
+    ploc/gloc (B, 4, A) offsets, pconf (B, C, A) logits, glabel (B, A) with 0 = background."""
+    ploc, pconf, gloc, glabel = ploc.float(), pconf.float(), gloc.float(), glabel.long()
+    mask = glabel > 0
+    pos_num = mask.sum(1)
+    sl1 = F.smooth_l1_loss(ploc, gloc, reduction="none").sum(1)
+    sl1 = (mask.float() * sl1).sum(1)
+    con = F.cross_entropy(pconf, glabel, reduction="none")
+    con_neg = con.detach().masked_fill(mask, 0.0)
+    _, order = con_neg.sort(1, descending=True)
+    _, rank = order.sort(1)
+    neg_num = torch.clamp(NEG_POS_RATIO * pos_num, max=mask.shape[1]).unsqueeze(-1)
+    chosen = mask | (rank < neg_num)
+    closs = (con * chosen.float()).sum(1)
+    has_pos = (pos_num > 0).float()
+    return ((sl1 + closs) * has_pos / pos_num.float().clamp(min=1e-6)).mean()
+
+
+def trainable_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def export_weights(model: nn.Module) -> dict[str, np.ndarray]:
+    """Parameters and BN statistics by neutral name (the state_dict keys), conv weights OIHW."""
+    return {
+        k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items() if "num_batches" not in k
+    }
+
+
+def load_weights(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    state = {k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()}
+    missing, unexpected = model.load_state_dict(state, strict=True)
+    missing = [k for k in missing if "num_batches" not in k]
+    if missing or unexpected:
+        raise ValueError(f"SSD300 weights do not fit: missing {missing[:3]}, unexpected {unexpected[:3]}")
