@@ -5,7 +5,8 @@ reference: it is built, given random BatchNorm statistics and affine parameters 
 weight loaders are really exercised), and its weights are exported under the neutral names. TF and MXNet
 load that dict, run the same 300x300 image in inference mode, and compute the multibox loss and its
 gradients on the same encoded targets. Checked: 22,894,902 trainable parameters everywhere (backbone
-8,543,296), loc (1, 4, 8732) / conf (1, 81, 8732), equal outputs, equal loss and gradients.
+8,543,296), conv FLOPs within 2% (each framework's own counter), loc (1, 4, 8732) / conf (1, 81, 8732),
+equal outputs, equal loss and gradients.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from dlbench.data.detection_synthetic import random_ground_truth
-from dlbench.data.ssd_boxes import dboxes300_coco, encode_batch
+from dlbench.data.ssd_boxes import dboxes300_coco, encode_batch, from_padded, postprocess
 from tests.worker_jobs import worker_env
 
 SSD300_PARAMS = 22_894_902  # DLE's PyTorch SSD300 (ResNet-50) with random weights
@@ -28,9 +29,11 @@ BACKBONE_PARAMS = 8_543_296
 PROLOGUE = """
 import sys
 import numpy as np
+from dlbench.data.ssd_boxes import dboxes300_coco
 inp, weights_path, out_path = sys.argv[1:4]
 io = dict(np.load(inp))
 out = {}
+dboxes = dboxes300_coco()
 """
 
 TORCH = """
@@ -48,6 +51,11 @@ with torch.no_grad():
             mod.bias.normal_(0.0, 0.1, generator=g)
 np.savez(weights_path, **d.export_weights(m))
 m.eval()
+from torch.utils.flop_counter import FlopCounterMode
+counter = FlopCounterMode(display=False)
+with torch.no_grad(), counter:
+    m(torch.zeros(1, 3, 300, 300))
+out["gflops"] = counter.get_total_flops() / 1e9
 out["params"] = d.trainable_params(m)
 out["backbone_params"] = sum(p.numel() for p in m.backbone.parameters())
 with torch.no_grad():
@@ -58,13 +66,19 @@ pconf = torch.from_numpy(io["pconf"]).requires_grad_()
 loss = d.ssd_loss(ploc, pconf, torch.from_numpy(io["gloc"]), torch.from_numpy(io["glabel"]))
 loss.backward()
 out["loss"], out["dloc"], out["dconf"] = loss.item(), ploc.grad.numpy(), pconf.grad.numpy()
+for name, top in (("nms", 200), ("nms5", 5)):
+    res = d.postprocess(torch.from_numpy(io["nms_loc"]), torch.from_numpy(io["nms_conf"]), dboxes, max_output=top)
+    out.update({f"{name}_{k}": v.numpy() for k, v in zip(("boxes", "scores", "labels"), res)})
 """
 
 TF = """
 import tensorflow as tf
 from dlbench.backends.tensorflow.models import detection as d
+from dlbench.backends.tensorflow.stats import MATMUL_OPS, _flops_by_op
 m = d.ssd300()
 out["params"] = d.trainable_params(m)
+graph = tf.function(lambda x: m(x, training=False)).get_concrete_function(tf.TensorSpec((1, 300, 300, 3))).graph
+out["gflops"] = sum(v for k, v in _flops_by_op(graph).items() if k in MATMUL_OPS) / 1e9
 d.load_weights(m, dict(np.load(weights_path)))
 loc, conf = m(io["image"].transpose(0, 2, 3, 1), training=False)
 out["loc"], out["conf"] = loc.numpy(), conf.numpy()
@@ -74,6 +88,9 @@ with tf.GradientTape() as tape:
     loss = d.ssd_loss(ploc, pconf, tf.constant(io["gloc"]), tf.constant(io["glabel"]))
 dloc, dconf = tape.gradient(loss, [ploc, pconf])
 out["loss"], out["dloc"], out["dconf"] = float(loss), dloc.numpy(), dconf.numpy()
+for name, top in (("nms", 200), ("nms5", 5)):
+    res = d.postprocess(tf.constant(io["nms_loc"]), tf.constant(io["nms_conf"]), dboxes, max_output=top)
+    out.update({f"{name}_{k}": v.numpy() for k, v in zip(("boxes", "scores", "labels"), res)})
 """
 
 MXNET = """
@@ -82,6 +99,10 @@ from dlbench.backends.mxnet.models import detection as d
 m = d.ssd300()
 d.initialize(m, mx.cpu())
 out["params"] = d.trainable_params(m)
+from dlbench.backends.mxnet.stats import graph_stats
+stats = graph_stats(mx.sym.Group(list(m(mx.sym.var("data")))), (1, 3, 300, 300))
+out["gflops"] = (stats["Convolution"] + stats["FullyConnected"]) / 1e9
+out["graph_params"] = stats["params"]
 d.load_weights(m, dict(np.load(weights_path)))
 m.hybridize()
 loc, conf = m(mx.nd.array(io["image"]))
@@ -95,6 +116,9 @@ with mx.autograd.record():
     loss = loss_fn(ploc, pconf, mx.nd.array(io["gloc"]), mx.nd.array(io["glabel"], dtype="float32"))
 loss.backward()
 out["loss"], out["dloc"], out["dconf"] = float(loss.asscalar()), ploc.grad.asnumpy(), pconf.grad.asnumpy()
+for name, top in (("nms", 200), ("nms5", 5)):
+    res = d.postprocess(mx.nd.array(io["nms_loc"]), mx.nd.array(io["nms_conf"]), dboxes, max_output=top)
+    out.update({f"{name}_{k}": v.asnumpy() for k, v in zip(("boxes", "scores", "labels"), res)})
 """
 
 EPILOGUE = """
@@ -102,6 +126,18 @@ np.savez(out_path, **out)
 """
 
 SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET}
+
+
+def _scattered_logits(rng: np.random.Generator, batch: int, anchors: int) -> np.ndarray:
+    """Background everywhere except ~300 (image, box, class) picks with scores from ~0.02 to ~0.99:
+    some below the 0.05 threshold, several per class and box, overlapping boxes of one class."""
+    conf = np.zeros((batch, 81, anchors), np.float32)
+    conf[:, 0] = 4.0
+    for b in range(batch):
+        picks = rng.integers(0, anchors, 150)
+        classes = rng.integers(1, 6, 150)  # few classes: NMS has overlaps to suppress within a class
+        conf[b, classes, picks] = rng.uniform(1.0, 9.0, 150)
+    return conf
 
 
 def _run(fw: str, tmp: Path) -> dict[str, np.ndarray]:
@@ -132,11 +168,17 @@ def results(tmp_path_factory) -> dict[str, dict[str, np.ndarray]]:
         pconf=rng.standard_normal((2, 81, dboxes.count), dtype=np.float32) * 2,
         gloc=gloc,
         glabel=glabel,
+        nms_loc=rng.normal(0, 0.5, (2, 4, dboxes.count)).astype(np.float32),
+        nms_conf=_scattered_logits(rng, 2, dboxes.count),
     )
     ref = _run("torch", tmp)  # writes the weights the others load
     with ThreadPoolExecutor(2) as pool:
         others = {fw: pool.submit(_run, fw, tmp) for fw in ("tf", "mxnet")}
-        return {"torch": ref, **{fw: f.result() for fw, f in others.items()}}
+        return {
+            "torch": ref,
+            **{fw: f.result() for fw, f in others.items()},
+            "inputs": dict(np.load(tmp / "inputs.npz")),
+        }
 
 
 @pytest.mark.parametrize("fw", ["torch", "tf", "mxnet"])
@@ -147,12 +189,35 @@ def test_parameter_count_equals_dle(results, fw):
 
 
 @pytest.mark.parametrize("fw", ["tf", "mxnet"])
+def test_flops_within_two_percent_of_torch(results, fw):
+    ref = float(results["torch"]["gflops"])
+    assert 35 < ref < 45  # 40.3 measured with torch.utils.flop_counter (a multiply-add = 2)
+    assert abs(float(results[fw]["gflops"]) / ref - 1) < 0.02
+
+
+@pytest.mark.parametrize("fw", ["tf", "mxnet"])
 def test_identical_weights_give_identical_outputs(results, fw):
     ref, got = results["torch"], results[fw]
     for key, rows in (("loc", 4), ("conf", 81)):
         assert ref[key].shape == got[key].shape == (1, rows, 8732)
         scale = np.abs(ref[key]).max()
         np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=5e-5 * scale, err_msg=f"{fw} {key}")
+
+
+@pytest.mark.parametrize("fw", ["torch", "tf", "mxnet"])
+@pytest.mark.parametrize("top", [200, 5])
+def test_postprocess_matches_the_numpy_reference(results, fw, top):
+    name = "nms" if top == 200 else "nms5"
+    got = from_padded(*(results[fw][f"{name}_{k}"] for k in ("boxes", "scores", "labels")))
+    ref = postprocess(
+        results["inputs"]["nms_loc"], results["inputs"]["nms_conf"], dboxes300_coco(), max_output=top
+    )
+    for g, r in zip(got, ref, strict=True):
+        assert 5 <= len(r.labels) <= top and len(g.labels) == len(r.labels)
+        order_g, order_r = np.lexsort((-g.scores, g.labels)), np.lexsort((-r.scores, r.labels))
+        np.testing.assert_array_equal(g.labels[order_g], r.labels[order_r])
+        np.testing.assert_allclose(g.scores[order_g], r.scores[order_r], rtol=1e-5)
+        np.testing.assert_allclose(g.boxes[order_g], r.boxes[order_r], atol=1e-5)
 
 
 @pytest.mark.parametrize("fw", ["tf", "mxnet"])

@@ -186,6 +186,18 @@ class Detections:
     labels: np.ndarray
 
 
+def from_padded(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> list[Detections]:
+    """The frameworks' padded postprocess outputs (B, M, 4), (B, M), (B, M) with label 0 in unused
+    slots, as one Detections per image."""
+    out = []
+    for b, s, lab in zip(np.asarray(boxes), np.asarray(scores), np.asarray(labels), strict=True):
+        used = lab > 0
+        out.append(
+            Detections(b[used].astype(np.float32), s[used].astype(np.float32), lab[used].astype(np.int64))
+        )
+    return out
+
+
 def postprocess(
     loc: np.ndarray,
     conf: np.ndarray,

@@ -21,6 +21,7 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.models.classification import _BN, _Bottleneck, _conv
+from dlbench.data.ssd_boxes import DefaultBoxes
 
 nn = mx.gluon.nn
 HybridBlock = mx.gluon.HybridBlock
@@ -136,6 +137,48 @@ class SSDLoss(HybridBlock):
         closs = F.sum(con * chosen, axis=1)
         has_pos = pos_num > 0
         return F.mean((sl1 + closs) * has_pos / F.maximum(pos_num, 1e-6))
+
+
+def decode_boxes(loc: Any, dboxes: DefaultBoxes) -> Any:
+    """Offsets (B, 4, A) -> ltrb boxes (B, A, 4), as dlbench.data.ssd_boxes.decode."""
+    d = mx.nd.array(dboxes.xywh, ctx=loc.context)
+    loc = mx.nd.transpose(loc.astype("float32"), axes=(0, 2, 1))
+    dxy, dwh = d[:, :2].expand_dims(0), d[:, 2:].expand_dims(0)
+    xy = mx.nd.broadcast_add(mx.nd.broadcast_mul(loc[:, :, :2] * dboxes.scale_xy, dwh), dxy)
+    wh = mx.nd.broadcast_mul(mx.nd.exp(loc[:, :, 2:] * dboxes.scale_wh), dwh)
+    return mx.nd.concat(xy - wh / 2, xy + wh / 2, dim=2)
+
+
+def postprocess(
+    loc: Any,
+    conf: Any,
+    dboxes: DefaultBoxes,
+    score_threshold: float = 0.05,
+    iou_threshold: float = 0.45,
+    max_per_class: int = 200,
+    max_output: int = 200,
+) -> tuple[Any, Any, Any]:
+    """DLE's decode + per-class NMS with MXNet's box_nms: softmax, each class's 200 best default boxes
+    over the score threshold as rows (class id, score, box), NMS per class id, the 200 best per image.
+    Returns boxes (B, M, 4) ltrb, scores (B, M), labels (B, M) with label 0 in unused slots."""
+    nd = mx.nd
+    boxes = decode_boxes(loc, dboxes)
+    b, a = boxes.shape[:2]
+    probs = nd.softmax(conf.astype("float32"), axis=1).slice_axis(axis=1, begin=1, end=None)  # (B, C-1, A)
+    c1, k = probs.shape[1], min(max_per_class, a)
+    scores, idx = nd.topk(probs, axis=2, k=k, ret_typ="both")  # (B, C-1, k)
+    offset = nd.arange(b, ctx=idx.context).reshape((b, 1, 1)) * a
+    cand = nd.take(boxes.reshape((b * a, 4)), nd.broadcast_add(idx, offset))  # (B, C-1, k, 4)
+    ids = nd.broadcast_like(nd.arange(1, c1 + 1, ctx=idx.context).reshape((1, c1, 1)), scores)
+    rows = nd.concat(ids.expand_dims(3), scores.expand_dims(3), cand, dim=3).reshape((b, c1 * k, 6))
+    # rows come back sorted by score; suppressed and invalid ones are -1
+    out = nd.contrib.box_nms(
+        rows, overlap_thresh=iou_threshold, valid_thresh=score_threshold, topk=-1,
+        coord_start=2, score_index=1, id_index=0, force_suppress=False,
+    )  # fmt: skip
+    out = out.slice_axis(axis=1, begin=0, end=max_output)
+    used = out[:, :, 0] > 0
+    return out[:, :, 2:6] * used.expand_dims(2), out[:, :, 1] * used, (out[:, :, 0] * used).astype("int64")
 
 
 def trainable_params(net: Any) -> int:

@@ -22,6 +22,7 @@ import tensorflow as tf
 from keras import layers
 
 from dlbench.backends.tensorflow.models.classification import _bn, _bottleneck, _conv
+from dlbench.data.ssd_boxes import DefaultBoxes
 
 NUM_CLASSES = 81
 BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)
@@ -108,6 +109,45 @@ def ssd_loss(ploc, pconf, gloc, glabel):
     closs = tf.reduce_sum(con * tf.cast(chosen, tf.float32), 1)
     has_pos = tf.cast(pos_num > 0, tf.float32)
     return tf.reduce_mean((sl1 + closs) * has_pos / tf.maximum(pos_num, 1e-6))
+
+
+def decode_boxes(loc, dboxes: DefaultBoxes):
+    """Offsets (B, 4, A) -> ltrb boxes (B, A, 4), as dlbench.data.ssd_boxes.decode."""
+    d = tf.constant(dboxes.xywh)
+    loc = tf.transpose(tf.cast(loc, tf.float32), (0, 2, 1))
+    xy = loc[..., :2] * dboxes.scale_xy * d[:, 2:] + d[:, :2]
+    wh = tf.exp(loc[..., 2:] * dboxes.scale_wh) * d[:, 2:]
+    return tf.concat([xy - wh / 2, xy + wh / 2], axis=-1)
+
+
+def postprocess(
+    loc,
+    conf,
+    dboxes: DefaultBoxes,
+    score_threshold: float = 0.05,
+    iou_threshold: float = 0.45,
+    max_per_class: int = 200,
+    max_output: int = 200,
+):
+    """DLE's decode + per-class NMS with tf.image.combined_non_max_suppression: softmax, each class's
+    200 best default boxes as that class's candidates (class-specific boxes, q = classes), NMS per
+    class over the score threshold, the 200 best per image. Returns boxes (B, M, 4) ltrb, scores (B, M),
+    labels (B, M) with label 0 in unused slots."""
+    boxes = decode_boxes(loc, dboxes)
+    probs = tf.nn.softmax(tf.cast(conf, tf.float32), axis=1)[:, 1:]  # (B, C-1, A)
+    scores, idx = tf.math.top_k(probs, k=min(max_per_class, dboxes.count))  # (B, C-1, k)
+    cand = tf.gather(boxes, idx, batch_dims=1)  # (B, C-1, k, 4)
+    out_boxes, out_scores, classes, _ = tf.image.combined_non_max_suppression(
+        tf.transpose(cand, (0, 2, 1, 3)),
+        tf.transpose(scores, (0, 2, 1)),
+        max_output_size_per_class=max_per_class,
+        max_total_size=max_output,
+        iou_threshold=iou_threshold,
+        score_threshold=score_threshold,
+        clip_boxes=False,
+    )  # IoU is the same for (x, y) as for the (y, x) order the op documents
+    labels = tf.where(out_scores > 0, tf.cast(classes, tf.int64) + 1, tf.zeros_like(classes, tf.int64))
+    return out_boxes, out_scores, labels
 
 
 def trainable_params(model: keras.Model) -> int:

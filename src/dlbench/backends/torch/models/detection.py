@@ -24,6 +24,8 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
+from dlbench.data.ssd_boxes import DefaultBoxes
+
 NUM_CLASSES = 81
 BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)  # default boxes per cell of the 38, 19, 10, 5, 3, 1 maps
 FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
@@ -116,6 +118,57 @@ def ssd_loss(
     closs = (con * chosen.float()).sum(1)
     has_pos = (pos_num > 0).float()
     return ((sl1 + closs) * has_pos / pos_num.float().clamp(min=1e-6)).mean()
+
+
+def decode_boxes(loc: torch.Tensor, dboxes: DefaultBoxes) -> torch.Tensor:
+    """Offsets (B, 4, A) -> ltrb boxes (B, A, 4), as dlbench.data.ssd_boxes.decode."""
+    d = torch.as_tensor(dboxes.xywh, device=loc.device)
+    loc = loc.float().transpose(1, 2)
+    xy = loc[..., :2] * dboxes.scale_xy * d[:, 2:] + d[:, :2]
+    wh = torch.exp(loc[..., 2:] * dboxes.scale_wh) * d[:, 2:]
+    return torch.cat([xy - wh / 2, xy + wh / 2], dim=-1)
+
+
+def postprocess(
+    loc: torch.Tensor,
+    conf: torch.Tensor,
+    dboxes: DefaultBoxes,
+    score_threshold: float = 0.05,
+    iou_threshold: float = 0.45,
+    max_per_class: int = 200,
+    max_output: int = 200,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """DLE's decode + per-class NMS for the whole batch at once with torchvision's batched_nms:
+    softmax, each class's 200 best default boxes over the score threshold, NMS per (image, class),
+    the 200 best per image. Returns boxes (B, M, 4) ltrb, scores (B, M), labels (B, M) with label 0
+    in unused slots (M = max_output)."""
+    from torchvision.ops import batched_nms
+
+    boxes = decode_boxes(loc, dboxes)
+    probs = F.softmax(conf.float(), dim=1)[:, 1:]  # (B, C-1, A): background dropped
+    b, c1, a = probs.shape
+    scores, idx = probs.topk(min(max_per_class, a), dim=2)
+    cand = boxes[torch.arange(b, device=idx.device)[:, None, None], idx]  # (B, C-1, k, 4)
+    keep_mask = scores > score_threshold
+    image = torch.arange(b, device=idx.device)[:, None, None].expand_as(scores)[keep_mask]
+    label = torch.arange(1, c1 + 1, device=idx.device)[None, :, None].expand_as(scores)[keep_mask]
+    flat_boxes, flat_scores = cand[keep_mask], scores[keep_mask]
+    keep = batched_nms(flat_boxes, flat_scores, image * (c1 + 1) + label, iou_threshold)  # by score, desc
+    keep = keep[torch.sort(image[keep], stable=True).indices]  # grouped by image, score order kept
+    img = image[keep]
+    starts = torch.cumsum(torch.bincount(img, minlength=b), 0) - torch.bincount(img, minlength=b)
+    rank = torch.arange(len(keep), device=keep.device) - starts[img]
+    sel = rank < max_output
+    keep, img, rank = keep[sel], img[sel], rank[sel]
+    out_boxes = boxes.new_zeros(b, max_output, 4)
+    out_scores = boxes.new_zeros(b, max_output)
+    out_labels = torch.zeros(b, max_output, dtype=torch.long, device=boxes.device)
+    out_boxes[img, rank], out_scores[img, rank], out_labels[img, rank] = (
+        flat_boxes[keep],
+        flat_scores[keep],
+        label[keep],
+    )
+    return out_boxes, out_scores, out_labels
 
 
 def trainable_params(model: nn.Module) -> int:
