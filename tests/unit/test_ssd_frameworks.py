@@ -30,6 +30,7 @@ PROLOGUE = """
 import sys
 import numpy as np
 from dlbench.data.ssd_boxes import dboxes300_coco
+from dlbench.tasks.detection import DetectionConfig
 inp, weights_path, out_path = sys.argv[1:4]
 io = dict(np.load(inp))
 out = {}
@@ -41,7 +42,7 @@ TORCH = """
 import torch
 from dlbench.backends.torch.models import detection as d
 torch.manual_seed(0)
-m = d.ssd300()
+m = d.build_model(DetectionConfig())
 g = torch.Generator().manual_seed(1)
 with torch.no_grad():
     for mod in m.modules():
@@ -57,7 +58,7 @@ counter = FlopCounterMode(display=False)
 with torch.no_grad(), counter:
     m(torch.zeros(1, 3, 300, 300))
 out["gflops"] = counter.get_total_flops() / 1e9
-out["params"] = d.trainable_params(m)
+out["params"] = sum(p.numel() for p in m.parameters() if p.requires_grad)
 out["backbone_params"] = sum(p.numel() for p in m.backbone.parameters())
 with torch.no_grad():
     loc, conf = m(torch.from_numpy(io["image"]))
@@ -82,9 +83,10 @@ out.update({f"grad:{k}": named[f"{k}.weight"].grad.numpy() for k in GRAD_KEYS})
 TF = """
 import tensorflow as tf
 from dlbench.backends.tensorflow.models import detection as d
+from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.stats import MATMUL_OPS, _flops_by_op
-m = d.ssd300()
-out["params"] = d.trainable_params(m)
+m = d.build_model(DetectionConfig())
+out["params"] = trainable_params(m)
 graph = tf.function(lambda x: m(x, training=False)).get_concrete_function(tf.TensorSpec((1, 300, 300, 3))).graph
 out["gflops"] = sum(v for k, v in _flops_by_op(graph).items() if k in MATMUL_OPS) / 1e9
 d.load_weights(m, dict(np.load(weights_path)))
@@ -111,10 +113,10 @@ for k, grad in zip(GRAD_KEYS, tape.gradient(tloss, kernels)):
 
 MXNET = """
 from dlbench.backends.mxnet._compat import mx
-from dlbench.backends.mxnet.models import detection as d
-m = d.ssd300()
-d.initialize(m, mx.cpu())
-out["params"] = d.trainable_params(m)
+from dlbench.backends.mxnet.models import detection as d, trainable_params
+m = d.build_model(DetectionConfig())
+d.initialize(m, None, mx.cpu())
+out["params"] = trainable_params(m)
 from dlbench.backends.mxnet.stats import graph_stats
 stats = graph_stats(mx.sym.Group(list(m(mx.sym.var("data")))), (1, 3, 300, 300))
 out["gflops"] = (stats["Convolution"] + stats["FullyConnected"]) / 1e9
@@ -129,7 +131,7 @@ pconf.attach_grad()
 loss_fn = d.SSDLoss()
 loss_fn.hybridize()
 with mx.autograd.record():
-    loss = loss_fn(ploc, pconf, mx.nd.array(io["gloc"]), mx.nd.array(io["glabel"], dtype="float32"))
+    loss = loss_fn(ploc, pconf, mx.nd.array(io["gloc"]), mx.nd.array(io["glabel"], dtype="float32")).mean()
 loss.backward()
 out["loss"], out["dloc"], out["dconf"] = float(loss.asscalar()), ploc.grad.asnumpy(), pconf.grad.asnumpy()
 for name, top in (("nms", 200), ("nms5", 5)):
@@ -137,7 +139,7 @@ for name, top in (("nms", 200), ("nms5", 5)):
     out.update({f"{name}_{k}": v.asnumpy() for k, v in zip(("boxes", "scores", "labels"), res)})
 with mx.autograd.record(train_mode=True):
     tloc, tconf = m(mx.nd.array(io["train_images"]))
-    tloss = loss_fn(tloc, tconf, mx.nd.array(io["train_loc"]), mx.nd.array(io["train_labels"], dtype="float32"))
+    tloss = loss_fn(tloc, tconf, mx.nd.array(io["train_loc"]), mx.nd.array(io["train_labels"], dtype="float32")).mean()
 tloss.backward()
 out["train_loss"] = float(tloss.asscalar())
 layers = dict(d.named_layers(m))

@@ -26,11 +26,12 @@ import nvidia.dali.fn as fn
 import nvidia.dali.types as types
 from nvidia.dali.pipeline import Pipeline
 
+from dlbench.config import JobConfig
 from dlbench.data import coco as coco_layout
 from dlbench.data import formats
-from dlbench.data.pipelines import LAYOUTS, MEAN, STD
-from dlbench.data.ssd_boxes import IOU_CRITERIA, DefaultBoxes
-from dlbench.data.validate import CorruptImageError
+from dlbench.data.pipelines import LAYOUTS, MEAN, STD, decode_device
+from dlbench.data.ssd_boxes import IOU_CRITERIA, DefaultBoxes, default_boxes_for
+from dlbench.data.validate import CorruptImageError, resolve_path
 
 _DALI_DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16}
 SKIP_FIX = "remove or replace it, or set data.skip_corrupt=true to skip undecodable images"
@@ -90,6 +91,18 @@ class CocoPipeline:
         with self.pipe:
             self.pipe.set_outputs(*(self._train_graph(reader) if train else self._eval_graph(reader)))
         self.pipe.build()
+
+    @classmethod
+    def from_job(cls, job: JobConfig, device_id: int | None, layout: str, dtype: str) -> CocoPipeline:
+        """The pipeline a job asks for: dataset.path, model.image_size's default boxes, data.* knobs;
+        the train graph unless mode=infer (which reads the held-out split)."""
+        d = job.data
+        return cls(
+            resolve_path(job), job.batch_size, default_boxes_for(job.model.image_size),
+            train=job.mode != "infer", device_id=device_id, layout=layout, dtype=dtype,
+            num_threads=d.num_threads, seed=d.seed, shard_id=d.shard_id, num_shards=d.num_shards,
+            prefetch=d.prefetch, skip_corrupt=d.skip_corrupt, decode=decode_device(job, device_id),
+        )  # fmt: skip
 
     @property
     def num_samples(self) -> int:
@@ -152,10 +165,15 @@ class CocoPipeline:
         try:
             return self.pipe.run()
         except RuntimeError as exc:
-            raise self.explain(exc) from None
+            if (err := self.explain(exc)) is not None:
+                raise err from None
+            raise
 
-    def explain(self, exc: BaseException) -> CorruptImageError | RuntimeError:
+    def explain(self, exc: BaseException) -> CorruptImageError | None:
+        """For a failure caused by an undecodable image: one line naming it (else None: not ours)."""
         text = str(exc)
+        if "decode" not in text.lower():
+            return None
         named = re.search(r"Failed to decode sample #\d+ : (.+?)\s*$", text, re.MULTILINE)
         if named:
             path = os.path.join(self.coco.images_dir, named.group(1).strip())  # DALI names it relative
@@ -166,7 +184,7 @@ class CocoPipeline:
             where, why = next(iter(problems.items()))
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             return CorruptImageError(f"corrupt image {where}: {why}{more}; {SKIP_FIX}")
-        return RuntimeError(text.splitlines()[0] if text else type(exc).__name__)
+        return None
 
     def close(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)

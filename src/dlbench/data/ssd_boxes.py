@@ -55,8 +55,8 @@ class DefaultBoxes:
 def default_boxes(
     fig_size: int,
     feat_size: tuple[int, ...],
-    steps: tuple[int, ...],
-    scales: tuple[int, ...],
+    steps: tuple[float, ...],
+    scales: tuple[float, ...],
     aspect_ratios: tuple[tuple[int, ...], ...],
 ) -> DefaultBoxes:
     """DLE's DefaultBoxes: per map two square boxes (scale s_k and sqrt(s_k s_k+1)) plus a pair per
@@ -80,14 +80,58 @@ def default_boxes(
     return DefaultBoxes(fig_size, tuple(feat_size), xywh, xywh_to_ltrb(xywh), tuple(per_cell))
 
 
+SCALES_300 = (21, 45, 99, 153, 207, 261, 315)
+ASPECT_RATIOS = ((2,), (2, 3), (2, 3), (2, 3), (2,), (2,))
+
+
 def dboxes300_coco() -> DefaultBoxes:
     """The 8,732 default boxes of SSD300 on COCO (DLE utils.dboxes300_coco)."""
     return default_boxes(
         fig_size=300,
         feat_size=(38, 19, 10, 5, 3, 1),
         steps=(8, 16, 32, 64, 100, 300),
-        scales=(21, 45, 99, 153, 207, 261, 315),
-        aspect_ratios=((2,), (2, 3), (2, 3), (2, 3), (2,), (2,)),
+        scales=SCALES_300,
+        aspect_ratios=ASPECT_RATIOS,
+    )
+
+
+def _down(size: int) -> int:
+    """A 3x3 stride-2 conv with padding 1 (or 7x7/2 pad 3, or 3x3 max-pool/2 pad 1): ceil(size / 2)."""
+    return (size - 1) // 2 + 1
+
+
+def valid_conv_pads(image_size: int) -> tuple[int, int]:
+    """Padding of the last two extra blocks' 3x3 convs: 0 (DLE's unpadded 5 -> 3 -> 1) while the map
+    is at least 3 wide, else 1, so smaller inputs (CPU smoke runs) keep every layer and parameter."""
+    feats = feature_sizes(image_size)
+    return tuple(0 if f >= 3 else 1 for f in feats[3:5])  # type: ignore[return-value]
+
+
+def feature_sizes(image_size: int) -> tuple[int, ...]:
+    """Side of the six maps the heads see, from the network's strides: (38, 19, 10, 5, 3, 1) at 300."""
+    f = _down(_down(_down(image_size)))  # stem conv, max-pool, conv3_x (conv4_x keeps stride 1)
+    sizes = [f]
+    for _ in range(3):
+        f = _down(f)
+        sizes.append(f)
+    for _ in range(2):
+        f = f - 2 if f >= 3 else f
+        sizes.append(f)
+    return tuple(sizes)
+
+
+def default_boxes_for(image_size: int) -> DefaultBoxes:
+    """DLE's boxes at 300; at another input size the same six box shapes per cell with scales in
+    proportion to the image, one set per cell of the maps the network really makes (smoke runs)."""
+    if image_size == 300:
+        return dboxes300_coco()
+    feats = feature_sizes(image_size)
+    return default_boxes(
+        fig_size=image_size,
+        feat_size=feats,
+        steps=tuple(image_size / f for f in feats),
+        scales=tuple(s * image_size / 300 for s in SCALES_300),
+        aspect_ratios=ASPECT_RATIOS,
     )
 
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.models.classification import _BN, _Bottleneck, _conv
-from dlbench.data.ssd_boxes import DefaultBoxes
+from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.tasks.detection import DetectionConfig
 
 nn = mx.gluon.nn
 HybridBlock = mx.gluon.HybridBlock
@@ -34,8 +35,8 @@ NEG_POS_RATIO = 3
 RESNET_STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 1))  # width, blocks, first stride (conv4_x: 1)
 
 
-def _extra_block(cin: int, mid: int, cout: int, downsample: bool, prefix: str) -> Any:
-    stride, pad = (2, 1) if downsample else (1, 0)
+def _extra_block(cin: int, mid: int, cout: int, downsample: bool, prefix: str, pad: int = 0) -> Any:
+    stride, pad = (2, 1) if downsample else (1, pad)
     block = nn.HybridSequential(prefix=prefix)
     with block.name_scope():
         block.add(
@@ -50,11 +51,16 @@ def _extra_block(cin: int, mid: int, cout: int, downsample: bool, prefix: str) -
 
 
 class SSD300(HybridBlock):
+    """image_size only matters below ~257 px, where the last two extra convs need padding (smoke runs)."""
+
     def __init__(
-        self, num_classes: int = NUM_CLASSES, boxes_per_cell: tuple[int, ...] = BOXES_PER_CELL, **kwargs: Any
+        self, num_classes: int = NUM_CLASSES, image_size: int = 300, postprocess: bool = False, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.num_classes = num_classes
+        self.dboxes = default_boxes_for(image_size)
+        self.postprocess = postprocess  # infer() adds decoding + NMS (model.postprocess)
+        pads = (0, 0, 0, *valid_conv_pads(image_size))
         chans = FEATURE_CHANNELS
         with self.name_scope():
             self.stem = nn.HybridSequential(prefix="stem_")
@@ -77,8 +83,8 @@ class SSD300(HybridBlock):
             self.loc = nn.HybridSequential(prefix="loc_")
             self.conf = nn.HybridSequential(prefix="conf_")
             for i, mid in enumerate(EXTRA_MID_CHANNELS):
-                self.extras.add(_extra_block(chans[i], mid, chans[i + 1], i < 3, prefix=f"{i}_"))
-            for c, n in zip(chans, boxes_per_cell, strict=True):
+                self.extras.add(_extra_block(chans[i], mid, chans[i + 1], i < 3, prefix=f"{i}_", pad=pads[i]))
+            for c, n in zip(chans, BOXES_PER_CELL, strict=True):
                 self.loc.add(_conv(n * 4, 3, 1, 1, c, bias=True))
                 self.conf.add(_conv(n * num_classes, 3, 1, 1, c, bias=True))
 
@@ -101,12 +107,18 @@ class SSD300(HybridBlock):
         return loc, conf
 
 
-def ssd300(num_classes: int = NUM_CLASSES) -> SSD300:
+def build_model(cfg: DetectionConfig, train: bool = True) -> SSD300:
     """The uninitialized network (the caller picks context and dtype, then calls `initialize`)."""
-    return SSD300(num_classes, prefix="ssd300_")
+    return SSD300(cfg.num_classes, cfg.image_size, cfg.postprocess, prefix="ssd300_")
 
 
-def initialize(net: SSD300, ctx: Any) -> None:
+def infer(net: SSD300, inputs: tuple) -> tuple:
+    """DLE's timed inference is the forward pass; model.postprocess=true adds decoding and NMS."""
+    loc, conf = net(*inputs)
+    return postprocess(loc, conf, net.dboxes) if net.postprocess else (loc, conf)
+
+
+def initialize(net: SSD300, cfg: DetectionConfig | None, ctx: Any) -> None:
     xavier = mx.init.Xavier(rnd_type="uniform", factor_type="avg", magnitude=3)
     for part in (net.extras, net.loc, net.conf):
         part.collect_params(r".*weight").setattr("init", xavier)
@@ -119,7 +131,8 @@ def initialize(net: SSD300, ctx: Any) -> None:
 class SSDLoss(HybridBlock):
     """The torch backend's ssd_loss, op for op: Smooth-L1 on positives, cross-entropy on positives and the
     3x hardest negatives (rank from a double argsort), per-image normalisation by the positive count.
-    glabel is float (MXNet picks with float indices)."""
+    Returns the per-image losses, as Gluon losses do (their mean is DLE's loss; Trainer.step(batch_size)
+    takes it). glabel is float (MXNet picks with float indices)."""
 
     def hybrid_forward(self, F: Any, ploc: Any, pconf: Any, gloc: Any, glabel: Any) -> Any:
         ploc, pconf, gloc = (F.cast(t, "float32") for t in (ploc, pconf, gloc))
@@ -136,7 +149,7 @@ class SSDLoss(HybridBlock):
         chosen = F.maximum(mask, F.broadcast_lesser(rank, F.expand_dims(neg_num, axis=1)))
         closs = F.sum(con * chosen, axis=1)
         has_pos = pos_num > 0
-        return F.mean((sl1 + closs) * has_pos / F.maximum(pos_num, 1e-6))
+        return (sl1 + closs) * has_pos / F.maximum(pos_num, 1e-6)  # per image: Trainer.step(B) averages
 
 
 def decode_boxes(loc: Any, dboxes: DefaultBoxes) -> Any:
@@ -179,10 +192,6 @@ def postprocess(
     out = out.slice_axis(axis=1, begin=0, end=max_output)
     used = out[:, :, 0] > 0
     return out[:, :, 2:6] * used.expand_dims(2), out[:, :, 1] * used, (out[:, :, 0] * used).astype("int64")
-
-
-def trainable_params(net: Any) -> int:
-    return int(sum(np.prod(p.shape) for p in net.collect_params().values() if p.grad_req != "null"))
 
 
 def _bottleneck_layers(unit: Any, prefix: str) -> Iterator[tuple[str, Any]]:

@@ -22,7 +22,8 @@ import tensorflow as tf
 from keras import layers
 
 from dlbench.backends.tensorflow.models.classification import _bn, _bottleneck, _conv
-from dlbench.data.ssd_boxes import DefaultBoxes
+from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.tasks.detection import DetectionConfig
 
 NUM_CLASSES = 81
 BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)
@@ -43,13 +44,14 @@ def _backbone(x):
     return x
 
 
-def _extra_block(x, mid: int, cout: int, downsample: bool, name: str):
+def _extra_block(x, mid: int, cout: int, downsample: bool, name: str, pad: int = 0):
     x = layers.ReLU()(_bn(_conv(x, mid, 1, init=XAVIER, name=f"{name}_conv1"), f"{name}_bn1"))
     if downsample:
         x = _conv(x, cout, 3, 2, init=XAVIER, name=f"{name}_conv2")
-    else:  # unpadded 3x3: 5 -> 3 -> 1
+    else:  # unpadded 3x3 (5 -> 3 -> 1); padded ("same" = 1 on every side) below a 3-wide map
+        padding = "same" if pad else "valid"
         x = layers.Conv2D(
-            cout, 3, padding="valid", use_bias=False, kernel_initializer=XAVIER, name=f"{name}_conv2"
+            cout, 3, padding=padding, use_bias=False, kernel_initializer=XAVIER, name=f"{name}_conv2"
         )(x)
     return layers.ReLU()(_bn(x, f"{name}_bn2"))
 
@@ -76,8 +78,9 @@ def ssd300(
     inputs = keras.Input(shape=(image_size, image_size, 3), dtype=input_dtype, name="images")
     x = _backbone(inputs)
     feats = [x]
+    pads = (0, 0, 0, *valid_conv_pads(image_size))
     for i, mid in enumerate(EXTRA_MID_CHANNELS):
-        x = _extra_block(x, mid, FEATURE_CHANNELS[i + 1], downsample=i < 3, name=f"extras{i}")
+        x = _extra_block(x, mid, FEATURE_CHANNELS[i + 1], downsample=i < 3, name=f"extras{i}", pad=pads[i])
         feats.append(x)
     locs = [_head(f, n * 4, 4, f"loc{i}") for i, (f, n) in enumerate(zip(feats, BOXES_PER_CELL, strict=True))]
     confs = [
@@ -150,8 +153,17 @@ def postprocess(
     return out_boxes, out_scores, labels
 
 
-def trainable_params(model: keras.Model) -> int:
-    return int(sum(np.prod(v.shape) for v in model.trainable_weights))
+def build_model(cfg: DetectionConfig, float_dtype: str = "float32") -> keras.Model:
+    model = ssd300(cfg.num_classes, cfg.image_size, float_dtype)
+    model.ssd_dboxes = default_boxes_for(cfg.image_size)  # for infer(); not a weight
+    model.ssd_postprocess = cfg.postprocess
+    return model
+
+
+def infer(model: keras.Model, inputs: tuple):
+    """DLE's timed inference is the forward pass; model.postprocess=true adds decoding and NMS."""
+    loc, conf = model(inputs[0], training=False)
+    return postprocess(loc, conf, model.ssd_dboxes) if model.ssd_postprocess else (loc, conf)
 
 
 _BOTTLENECK = re.compile(r"layer(\d)_(\d+)_(conv\d|bn\d|down_conv|down_bn)")

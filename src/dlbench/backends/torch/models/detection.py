@@ -24,7 +24,8 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from dlbench.data.ssd_boxes import DefaultBoxes
+from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.tasks.detection import DetectionConfig
 
 NUM_CLASSES = 81
 BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)  # default boxes per cell of the 38, 19, 10, 5, 3, 1 maps
@@ -33,8 +34,8 @@ EXTRA_MID_CHANNELS = (256, 256, 128, 128, 128)
 NEG_POS_RATIO = 3
 
 
-def _extra_block(cin: int, mid: int, cout: int, downsample: bool) -> nn.Sequential:
-    stride, pad = (2, 1) if downsample else (1, 0)
+def _extra_block(cin: int, mid: int, cout: int, downsample: bool, pad: int = 0) -> nn.Sequential:
+    stride, pad = (2, 1) if downsample else (1, pad)
     return nn.Sequential(
         OrderedDict(
             conv1=nn.Conv2d(cin, mid, 1, bias=False),
@@ -48,11 +49,16 @@ def _extra_block(cin: int, mid: int, cout: int, downsample: bool) -> nn.Sequenti
 
 
 class SSD300(nn.Module):
+    """image_size only matters below ~257 px, where the last two extra convs need padding (smoke runs)."""
+
     def __init__(
-        self, num_classes: int = NUM_CLASSES, boxes_per_cell: tuple[int, ...] = BOXES_PER_CELL
+        self, num_classes: int = NUM_CLASSES, image_size: int = 300, postprocess: bool = False
     ) -> None:
         super().__init__()
         self.num_classes = num_classes
+        self.dboxes = default_boxes_for(image_size)
+        self.postprocess = postprocess  # infer() adds decoding + NMS (model.postprocess)
+        pads = (0, 0, 0, *valid_conv_pads(image_size))
         r = torchvision.models.resnet50(weights=None)
         block = r.layer3[0]  # conv4_x at stride 1 (DLE: conv1, conv2 and the downsample conv)
         block.conv1.stride = block.conv2.stride = block.downsample[0].stride = (1, 1)
@@ -64,14 +70,14 @@ class SSD300(nn.Module):
         )  # fmt: skip
         chans = FEATURE_CHANNELS
         self.extras = nn.ModuleList(
-            _extra_block(chans[i], EXTRA_MID_CHANNELS[i], chans[i + 1], downsample=i < 3)
+            _extra_block(chans[i], EXTRA_MID_CHANNELS[i], chans[i + 1], downsample=i < 3, pad=pads[i])
             for i in range(len(EXTRA_MID_CHANNELS))
         )
         self.loc = nn.ModuleList(
-            nn.Conv2d(c, n * 4, 3, padding=1) for c, n in zip(chans, boxes_per_cell, strict=True)
+            nn.Conv2d(c, n * 4, 3, padding=1) for c, n in zip(chans, BOXES_PER_CELL, strict=True)
         )
         self.conf = nn.ModuleList(
-            nn.Conv2d(c, n * num_classes, 3, padding=1) for c, n in zip(chans, boxes_per_cell, strict=True)
+            nn.Conv2d(c, n * num_classes, 3, padding=1) for c, n in zip(chans, BOXES_PER_CELL, strict=True)
         )
         for module in (*self.extras, *self.loc, *self.conf):
             for p in module.parameters():
@@ -92,8 +98,14 @@ class SSD300(nn.Module):
         return loc, conf
 
 
-def ssd300(num_classes: int = NUM_CLASSES) -> SSD300:
-    return SSD300(num_classes)
+def build_model(cfg: DetectionConfig) -> SSD300:
+    return SSD300(cfg.num_classes, cfg.image_size, cfg.postprocess)
+
+
+def infer(model: SSD300, inputs: tuple) -> tuple:
+    """DLE's timed inference is the forward pass; model.postprocess=true adds decoding and NMS."""
+    loc, conf = model(*inputs)
+    return postprocess(loc, conf, model.dboxes) if model.postprocess else (loc, conf)
 
 
 def ssd_loss(
@@ -169,10 +181,6 @@ def postprocess(
         label[keep],
     )
     return out_boxes, out_scores, out_labels
-
-
-def trainable_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def export_weights(model: nn.Module) -> dict[str, np.ndarray]:
