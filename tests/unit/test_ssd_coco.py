@@ -166,3 +166,51 @@ def test_corrupt_image_fails_in_one_line_or_is_skipped(cocoset, tmp_path):
     assert skipping.skipped == 1 and skipping.num_samples == pipe.num_samples - 1
     for _ in range(4):
         skipping.run()
+
+
+def _job(root: Path, mode: str = "train", **model):
+    from dlbench.config import JobConfig
+
+    job = JobConfig.from_dict(
+        {
+            "model": {"name": "ssd300", "task": "detection", "image_size": 32, **model},
+            "dataset": {"name": "coco2017", "path": str(root), "format": "coco"},
+        }
+    )
+    job.mode = mode
+    return job
+
+
+def test_check_dataset_reads_the_coco_split_of_the_mode(cocoset):
+    from dlbench.data.validate import check_dataset
+
+    train = check_dataset(_job(cocoset))
+    assert train["dataset.resolved_format"] == "coco" and train["dataset.split"] == "train2017"
+    assert train["dataset.found_classes"] == 10
+    assert train["dataset.found_samples"] == coco.resolve_split(cocoset, "train").annotated_images
+    infer = check_dataset(_job(cocoset, "infer"))
+    assert infer["dataset.split"] == "val2017" and infer["dataset.found_samples"] == 5
+
+
+def test_check_dataset_refusals_are_one_line(cocoset, tmp_path):
+    from dlbench.config import JobConfig
+    from dlbench.data.validate import check_dataset
+
+    classification = JobConfig.from_dict(
+        {
+            "model": {"name": "resnet_cifar", "depth": 8},
+            "dataset": {"name": "coco2017", "path": str(cocoset), "format": "coco"},
+        }
+    )
+    copy = _copy(cocoset, tmp_path)
+    missing = sorted((copy / "train2017").iterdir())[0]
+    missing.unlink()
+    cases = [
+        (_job(cocoset, num_classes=10), "has 10 categories but model.num_classes=10"),
+        (classification, "COCO-layout data is for detection models"),
+        (_job(copy), f"name image {missing}, which does not exist"),
+    ]
+    for job, words in cases:
+        with pytest.raises(ConfigError) as err:
+            check_dataset(job)
+        assert words in str(err.value) and "\n" not in str(err.value)
