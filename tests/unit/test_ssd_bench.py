@@ -51,7 +51,7 @@ def results() -> dict:
     env = worker_env(OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
     with ThreadPoolExecutor(max_workers=len(FRAMEWORKS)) as pool:
         futures = {
-            fw: pool.submit(run_snippet, f"import sys; sys.argv = ['x', {fw!r}]\n" + SCRIPT, env)
+            fw: pool.submit(run_snippet, f"import sys; sys.argv = ['x', {fw!r}]\n" + SCRIPT, env, timeout=900)
             for fw in FRAMEWORKS
         }
         return {fw: f.result() for fw, f in futures.items()}

@@ -118,7 +118,7 @@ m = d.build_model(DetectionConfig())
 d.initialize(m, None, mx.cpu())
 out["params"] = trainable_params(m)
 from dlbench.backends.mxnet.stats import graph_stats
-stats = graph_stats(mx.sym.Group(list(m(mx.sym.var("data")))), (1, 3, 300, 300))
+stats = graph_stats(mx.sym.Group(list(m(mx.sym.var("data")))), {"data": (1, 3, 300, 300)})
 out["gflops"] = (stats["Convolution"] + stats["FullyConnected"]) / 1e9
 out["graph_params"] = stats["params"]
 d.load_weights(m, dict(np.load(weights_path)))

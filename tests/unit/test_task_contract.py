@@ -90,9 +90,11 @@ def _run(framework: str, task: str, tmp: Path) -> dict:
     env = worker_env(OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", TF_NUM_INTRAOP_THREADS="1",
                      TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")  # fmt: skip
     arg = json.dumps({k: j.to_dict() for k, j in jobs.items()})
-    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env)
+    # SSD300's graph takes TensorFlow minutes to trace three times on a loaded 2-core machine
+    limit = 900 if task == "detection" else 300
+    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env, timeout=limit)
     # and the real worker, which rebuilds the family's config from JSON and reports the unit
-    out["worker"] = run_worker(jobs["fp32_train"], tmp / f"{framework}-{task}.json", env)
+    out["worker"] = run_worker(jobs["fp32_train"], tmp / f"{framework}-{task}.json", env, timeout=limit)
     return out
 
 

@@ -110,7 +110,12 @@ class CocoPipeline:
         return int(self.pipe.epoch_size("Reader"))
 
     def _to_gpu(self, x):
+        """A CPU node moved to the pipeline's GPU (a no-op in a CPU-only pipeline)."""
         return x.gpu() if self.device_id is not None else x
+
+    def _images_to_gpu(self, images):
+        """Decoded on the CPU, the images move to the GPU for colour and normalisation; nvJPEG's are there."""
+        return self._to_gpu(images) if self.decode == "cpu" else images
 
     def _normalize(self, images):
         size = self.dboxes.fig_size
@@ -136,7 +141,7 @@ class CocoPipeline:
         images = fn.flip(images, horizontal=flip)
         boxes = fn.bb_flip(boxes, ltrb=True, horizontal=flip)
         size = self.dboxes.fig_size
-        images = self._to_gpu(fn.resize(images, resize_x=size, resize_y=size))
+        images = self._images_to_gpu(fn.resize(images, resize_x=size, resize_y=size))
         # float between the two colour steps: no clipping or rounding in between (as DLE)
         images = fn.hsv(
             images, hue=fn.random.uniform(range=[-0.5, 0.5]), saturation=fn.random.uniform(range=[0.5, 1.5]),
@@ -157,7 +162,7 @@ class CocoPipeline:
         )  # fmt: skip
         images = fn.decoders.image(jpegs, device=self.decode, output_type=types.RGB)
         size = self.dboxes.fig_size
-        images = self._to_gpu(fn.resize(images, resize_x=size, resize_y=size))
+        images = self._images_to_gpu(fn.resize(images, resize_x=size, resize_y=size))
         return self._normalize(images), fn.reshape(ids, shape=[])
 
     def run(self):
