@@ -209,6 +209,7 @@ def test_check_dataset_refusals_are_one_line(cocoset, tmp_path):
         (_job(cocoset, num_classes=10), "has 10 categories but model.num_classes=10"),
         (classification, "COCO-layout data is for detection models"),
         (_job(copy), f"name image {missing}, which does not exist"),
+        (_job(cocoset, "data"), "mode=data measures the classification image pipeline"),
     ]
     for job, words in cases:
         with pytest.raises(ConfigError) as err:
