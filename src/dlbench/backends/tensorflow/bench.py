@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench, load_family
+from dlbench.backends.skeleton import SpecBench
 from dlbench.backends.tensorflow.losses import make_loss
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
@@ -80,7 +80,7 @@ class TFBench(SpecBench):
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
         self._out: tf.Tensor | None = None
-        family = load_family("tf", self.spec.task)
+        family = self.load_family("tf")
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
@@ -92,7 +92,8 @@ class TFBench(SpecBench):
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
-        self._step = tf.function(body, jit_compile=bool(job.framework.xla))
+        # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
+        self._step = tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 
