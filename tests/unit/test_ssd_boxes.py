@@ -131,3 +131,20 @@ def test_postprocess_drops_low_scores(threshold):
     conf = _logits_for({7: (2, 0.0)})  # softmax over (0, 0, -10...) gives label 2 about 0.5
     kept = postprocess(np.zeros((1, 4, D.count), np.float32), conf, D, score_threshold=threshold)[0]
     assert len(kept.labels) == (1 if threshold < 0.49 else 0)
+
+
+@pytest.mark.parametrize("size, anchors", [(300, 8732), (32, 108), (64, 390)])
+def test_detection_spec_draws_encoded_targets_for_the_maps_of_its_input(size, anchors):
+    from dlbench.data.synthetic import synthetic_batch as spec_batch
+    from dlbench.tasks import task_spec
+    from dlbench.tasks.detection import DetectionConfig
+
+    spec = task_spec(DetectionConfig(image_size=size, max_boxes=3))
+    a, b = spec_batch(spec, 2), spec_batch(spec, 2)
+    assert spec.targets["loc"].shape == (4, anchors) and spec.targets["labels"].shape == (anchors,)
+    assert a.inputs["image"].shape == (2, 3, size, size) and a.units == 2
+    assert a.targets["loc"].shape == (2, 4, anchors) and a.targets["labels"].dtype == np.int32
+    assert np.all((a.targets["labels"] > 0).sum(axis=1) >= 1)  # every image has matched objects
+    assert np.array_equal(a.targets["loc"], b.targets["loc"])  # seeded: the same in every framework
+    pos = a.targets["labels"] > 0
+    assert not a.targets["loc"].transpose(0, 2, 1)[~pos].any()  # background: zero offsets
