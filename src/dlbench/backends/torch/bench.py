@@ -74,9 +74,10 @@ class TorchBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.torch.dali_source import DaliSource
+        from dlbench.backends.torch.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self.dev, self.memory_format, self.prec)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self.dev, self.memory_format, self.prec)
 
     # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:
