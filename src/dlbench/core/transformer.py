@@ -1,0 +1,169 @@
+"""Transformer (Vaswani et al. 2017) facts every framework's translation model shares, framework-free.
+
+The three backends hand-write the same network (backends/<fw>/models/translation.py); what must be
+identical between them lives here once: the sizes, the special token ids, the framework-neutral weight
+names (so a test can load one set of numpy weights into all three and compare outputs), the parameter
+and FLOP counts, the learning-rate schedule and the greedy decoding loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3  # sentencepiece is trained with these ids (data/parallel_text.py)
+LABEL_SMOOTHING = 0.1
+
+
+@dataclass(frozen=True)
+class TransformerSize:
+    """Hyper-parameters of one size; `vocab` is the shared source/target vocabulary."""
+
+    d_model: int
+    heads: int
+    ffn: int
+    encoder_layers: int
+    decoder_layers: int
+    vocab: int = 32000
+    dropout: float = 0.1
+
+    def kwargs(self) -> dict:
+        """The keyword arguments every backend's `build_transformer` takes."""
+        return dict(vars(self))
+
+
+SIZES: dict[str, TransformerSize] = {
+    "tiny": TransformerSize(128, 4, 512, 2, 2, vocab=1000),
+    "base": TransformerSize(512, 8, 2048, 6, 6),
+    "big": TransformerSize(1024, 16, 4096, 6, 6),
+}
+
+
+def size(name: str, **overrides: int | float) -> TransformerSize:
+    """SIZES[name] with fields replaced (e.g. vocab= the tokenizer's); one line naming the choices."""
+    if name not in SIZES:
+        raise ValueError(f"model.size={name}: choose one of {', '.join(SIZES)}")
+    return TransformerSize(**{**vars(SIZES[name]), **overrides})
+
+
+def sinusoid_positions(length: int, d_model: int) -> np.ndarray:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...) (the paper's interleaving), float32."""
+    pos = np.arange(length, dtype=np.float64)[:, None]
+    inv = np.power(10000.0, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    pe = np.zeros((length, d_model))
+    pe[:, 0::2] = np.sin(pos * inv)
+    pe[:, 1::2] = np.cos(pos * inv)
+    return pe.astype(np.float32)
+
+
+# --- framework-neutral weight names ---------------------------------------------------------------
+# Dense weights are stored (out, in) like torch.nn.Linear; Keras transposes. Self-attention projects
+# q, k and v with one fused matrix whose rows are [q; k; v]; cross-attention has q from the decoder and
+# a fused [k; v] from the encoder output. MXNet's interleaved attention ops need the heads interleaved
+# and permute these rows when loading (backends/mxnet/models/translation.py).
+
+
+def _dense(prefix: str, out: int, inp: int) -> Iterator[tuple[str, tuple[int, ...]]]:
+    yield f"{prefix}.weight", (out, inp)
+    yield f"{prefix}.bias", (out,)
+
+
+def _norm(prefix: str, d: int) -> Iterator[tuple[str, tuple[int, ...]]]:
+    yield f"{prefix}.weight", (d,)
+    yield f"{prefix}.bias", (d,)
+
+
+def weight_shapes(s: TransformerSize) -> dict[str, tuple[int, ...]]:
+    """Every trainable tensor by neutral name, in a fixed order; the output projection is `embed.weight`."""
+    d, f = s.d_model, s.ffn
+    shapes: dict[str, tuple[int, ...]] = {"embed.weight": (s.vocab, d)}
+
+    def ffn(p: str) -> Iterator[tuple[str, tuple[int, ...]]]:
+        yield from _dense(f"{p}.ff1", f, d)
+        yield from _dense(f"{p}.ff2", d, f)
+
+    for i in range(s.encoder_layers):
+        p = f"enc.{i}"
+        shapes.update(_dense(f"{p}.self_attn.qkv", 3 * d, d))
+        shapes.update(_dense(f"{p}.self_attn.out", d, d))
+        shapes.update(_norm(f"{p}.norm1", d))
+        shapes.update(ffn(p))
+        shapes.update(_norm(f"{p}.norm2", d))
+    for i in range(s.decoder_layers):
+        p = f"dec.{i}"
+        shapes.update(_dense(f"{p}.self_attn.qkv", 3 * d, d))
+        shapes.update(_dense(f"{p}.self_attn.out", d, d))
+        shapes.update(_norm(f"{p}.norm1", d))
+        shapes.update(_dense(f"{p}.cross_attn.q", d, d))
+        shapes.update(_dense(f"{p}.cross_attn.kv", 2 * d, d))
+        shapes.update(_dense(f"{p}.cross_attn.out", d, d))
+        shapes.update(_norm(f"{p}.norm2", d))
+        shapes.update(ffn(p))
+        shapes.update(_norm(f"{p}.norm3", d))
+    return shapes
+
+
+def param_count(s: TransformerSize) -> int:
+    """Trainable parameters: 60,522,496 at base size with a 32,000 vocabulary."""
+    return sum(math.prod(shape) for shape in weight_shapes(s).values())
+
+
+def random_weights(s: TransformerSize, seed: int = 0, scale: float = 0.1) -> dict[str, np.ndarray]:
+    """Weights for cross-framework tests: N(0, scale) matrices, norms near (1, 0), all float32."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in weight_shapes(s).items():
+        w = rng.normal(0.0, scale, shape)
+        if ".norm" in name and name.endswith(".weight"):
+            w += 1.0
+        out[name] = w.astype(np.float32)
+    return out
+
+
+# --- cost and schedule ------------------------------------------------------------------------------
+
+
+def forward_flops(s: TransformerSize, batch: int, src_len: int, tgt_len: int) -> int:
+    """Multiply-add FLOPs (2 per MAC) of one teacher-forced forward pass: every matmul, including the
+    attention scores and weighted sums and the tied output projection; elementwise work is ignored."""
+    d, f, n, m = s.d_model, s.ffn, src_len, tgt_len
+    enc = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
+    dec = 2 * m * (4 * d * d + 2 * d * f) + 2 * 2 * m * m * d
+    cross = 2 * (m * 2 * d * d + n * 2 * d * d) + 2 * 2 * m * n * d
+    out = 2 * m * d * s.vocab
+    return batch * (s.encoder_layers * enc + s.decoder_layers * (dec + cross) + out)
+
+
+def inverse_sqrt_lr(step: int, d_model: int, warmup: int = 4000, scale: float = 1.0) -> float:
+    """Vaswani et al. eq. 3: scale * d^-0.5 * min(step^-0.5, step * warmup^-1.5), with step counted from 1."""
+    step = max(step, 1)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+# --- greedy decoding ------------------------------------------------------------------------------
+
+
+def greedy_decode(step: Callable[[np.ndarray, int], np.ndarray], batch: int, max_len: int) -> np.ndarray:
+    """The decoding loop all three frameworks share. `step(prev_ids, t)` feeds each sentence's previous
+    token at position t to the decoder (which extends its own key/value cache) and returns the argmax
+    ids (int, shape (batch,)). Sentences that produced EOS get PAD afterwards; the loop stops when all
+    have produced EOS or after max_len tokens. Returns (batch, steps run) int32 ids."""
+    out = np.full((batch, max_len), PAD, dtype=np.int32)
+    done = np.zeros(batch, dtype=bool)
+    prev = np.full(batch, BOS, dtype=np.int32)
+    for t in range(max_len):
+        nxt = np.where(done, PAD, np.asarray(step(prev, t)).astype(np.int32))
+        out[:, t] = nxt
+        done |= nxt == EOS
+        prev = nxt
+        if done.all():
+            return out[:, : t + 1]
+    return out
+
+
+def generated_tokens(ids: np.ndarray) -> int:
+    """Tokens a greedy decode produced, EOS included, padding after it excluded."""
+    return int(np.count_nonzero(ids != PAD))
