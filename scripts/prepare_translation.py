@@ -20,7 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from dlbench.data.bpe import train_bpe  # noqa: E402
-from dlbench.data.parallel_text import CorpusMissing, bible_tsv, read_tsv, rows_to_corpus  # noqa: E402
+from dlbench.data.parallel_text import (  # noqa: E402
+    SWORD_DIR,
+    CorpusMissing,
+    bible_tsv,
+    read_tsv,
+    rows_to_corpus,
+)
 
 DEFAULT_DIR = Path(os.environ.get("DLBENCH_TRANSLATION", "~/.cache/dlbench/bible-es-en")).expanduser()
 
@@ -31,10 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", type=int, default=8000, help="BPE vocabulary (shared by both languages)")
     ap.add_argument("--valid", type=int, default=500)
     ap.add_argument("--test", type=int, default=500)
+    ap.add_argument(
+        "--sword-dir", type=Path, default=SWORD_DIR, help="where the Debian modules are installed"
+    )
     args = ap.parse_args(argv)
     start = time.perf_counter()
     try:
-        tsv = bible_tsv(args.out)
+        tsv = bible_tsv(args.out, args.sword_dir)
         counts = rows_to_corpus(read_tsv(tsv), args.out, args.valid, args.test)
         model = train_bpe(args.out, "es", "en", args.vocab, args.out)
     except CorpusMissing as exc:
