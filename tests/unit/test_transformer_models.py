@@ -51,6 +51,12 @@ with torch.no_grad():
     forced = m(T(src), T(prefix)).argmax(-1).numpy()
 arrays = dict(logits=logits.numpy(), ids=ids, forced=forced)
 out["attention"] = ATTENTION
+# one plain SGD step at lr 1 without dropout: the weight change is minus the gradient
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0}).train()
+load_neutral(m, weights)
+label_smoothed_ce(m(T(src), T(tgt)), T(labels)).backward()
+torch.optim.SGD(m.parameters(), lr=1.0).step()
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
 """,
     "tf": """
 from keras import ops
@@ -68,6 +74,14 @@ prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1).astype("int32")
 forced = ops.convert_to_numpy(ops.argmax(m((src, prefix)), -1))
 arrays = dict(logits=ops.convert_to_numpy(logits), ids=ids, forced=forced)
 out["attention"] = ATTENTION
+import keras, tensorflow as tf
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
+load_neutral(m, weights)
+with tf.GradientTape() as tape:
+    loss_t = label_smoothed_ce(m((src, tgt), training=True), labels)
+grads = tape.gradient(loss_t, m.trainable_variables)
+keras.optimizers.SGD(1.0).apply_gradients(zip(grads, m.trainable_variables))
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
 """,
     "mxnet": """
 from dlbench.backends.mxnet._compat import mx
@@ -91,6 +105,15 @@ for fused in (True, False):
     prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
     arrays.update({"logits" + tag: logits.asnumpy(), "ids" + tag: ids,
                    "forced" + tag: m(A(src), A(prefix)).argmax(axis=-1).asnumpy()})
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
+load_neutral(m, weights)
+m.hybridize()
+trainer = mx.gluon.Trainer(m.collect_params(), "sgd", {"learning_rate": 1.0})
+with mx.autograd.record():
+    loss_t = label_smoothed_ce(mx.nd, m(A(src), A(tgt)), A(labels))
+loss_t.backward()
+trainer.step(1)
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
 """,
 }
 
@@ -154,6 +177,18 @@ def test_loss_is_label_smoothed_cross_entropy_over_non_pad_labels(outputs):
     keep = labels != PAD
     assert keep.sum() < labels.size  # the batch really has padding to ignore
     assert stats["loss"] == pytest.approx(per_token[keep].mean(), rel=1e-5)
+
+
+def test_one_training_step_gives_the_same_gradients(outputs):
+    """Backward through each framework's attention, norms, tied embedding and loss agrees: a plain SGD
+    step at learning rate 1 (dropout off) changes every neutral weight by the same -gradient."""
+    ref = {k: v for k, v in outputs["torch"][1].items() if k.startswith("grad:")}
+    assert len(ref) == len(weight_shapes(size("tiny")))
+    assert all(np.abs(g).max() > 0 for g in ref.values())  # every tensor takes part
+    for fw in ("tf", "mxnet"):
+        arrays = outputs[fw][1]
+        for name, g in ref.items():
+            np.testing.assert_allclose(arrays[name], g, atol=2e-5, rtol=1e-3, err_msg=f"{fw} {name}")
 
 
 def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):

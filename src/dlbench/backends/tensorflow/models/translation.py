@@ -155,7 +155,7 @@ class Transformer(keras.Model):
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
         x = self.embed(ids)
-        pe = ops.cast(self.pe[start : start + ids.shape[1]], x.dtype)
+        pe = ops.cast(ops.convert_to_tensor(self.pe)[start : start + ops.shape(ids)[1]], x.dtype)  # dynamic T
         return self.drop(x * math.sqrt(self.d_model) + pe, training=training)
 
     def encode(self, src: Any, training: bool = False) -> tuple[Any, Any]:
