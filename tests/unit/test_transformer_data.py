@@ -128,6 +128,22 @@ def test_greedy_loop_stops_when_every_sentence_ended_and_pads_after_eos():
     assert generated_tokens(ids) == 2 + 4 + 1
 
 
+def test_checking_for_the_end_less_often_gives_the_same_ids():
+    script = {0: [7, EOS, 9, 9, 9, 9, 9], 1: [5, 6, 8, EOS, 9, 9, 9]}
+    calls = []
+
+    def step(prev, t):
+        calls.append(t)
+        return np.array([script[i][t] for i in range(2)])
+
+    every_step = greedy_decode(step, batch=2, max_len=7)
+    steps_every = len(calls)
+    calls.clear()
+    every_third = greedy_decode(step, batch=2, max_len=7, check_every=3)
+    np.testing.assert_array_equal(every_third, every_step)  # the extra all-PAD column is cut off
+    assert (steps_every, len(calls)) == (4, 6)  # one sync per 3 steps costs up to 2 wasted steps
+
+
 def test_greedy_loop_stops_at_max_len_without_eos():
     ids = greedy_decode(lambda prev, t: np.full(2, 9), batch=2, max_len=5)
     assert ids.shape == (2, 5) and generated_tokens(ids) == 10

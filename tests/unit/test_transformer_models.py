@@ -47,6 +47,7 @@ with torch.no_grad():
     logits = m(T(src), T(tgt))
     loss = float(label_smoothed_ce(logits, T(labels)))
     ids = m.translate(T(src), MAX_LEN)
+    out["check_every_same"] = bool(np.array_equal(m.translate(T(src), MAX_LEN, check_every=5), ids))
     prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
     forced = m(T(src), T(prefix)).argmax(-1).numpy()
 arrays = dict(logits=logits.numpy(), ids=ids, forced=forced)
@@ -198,6 +199,7 @@ def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
     for fw in ("tf", "mxnet"):
         np.testing.assert_array_equal(outputs[fw][1]["ids"], ref, err_msg=fw)
     np.testing.assert_array_equal(outputs["mxnet"][1]["ids_unfused"], ref)
+    assert outputs["torch"][0]["check_every_same"]
 
 
 def test_cached_decoding_equals_teacher_forcing_on_its_own_output(outputs):

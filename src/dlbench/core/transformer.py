@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -146,22 +147,68 @@ def inverse_sqrt_lr(step: int, d_model: int, warmup: int = 4000, scale: float = 
 # --- greedy decoding ------------------------------------------------------------------------------
 
 
-def greedy_decode(step: Callable[[np.ndarray, int], np.ndarray], batch: int, max_len: int) -> np.ndarray:
+class DecodeOps(Protocol):
+    """The few array operations the decoding loop needs, on the framework's own (device) arrays, so
+    tokens stay on the device and the host reads back one flag per check."""
+
+    def full(self, n: int, value: int) -> Any: ...
+    def where(self, cond: Any, a: Any, b: Any) -> Any: ...
+    def equal(self, a: Any, value: int) -> Any: ...
+    def logical_or(self, a: Any, b: Any) -> Any: ...
+    def all(self, a: Any) -> bool: ...
+    def to_numpy(self, columns: list[Any]) -> np.ndarray: ...
+
+
+class NumpyOps:
+    """DecodeOps for numpy arrays (the framework-free tests)."""
+
+    def full(self, n: int, value: int) -> np.ndarray:
+        return np.full(n, value, dtype=np.int32)
+
+    def where(self, cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.where(cond, a, b).astype(np.int32)
+
+    def equal(self, a: np.ndarray, value: int) -> np.ndarray:
+        return np.asarray(a) == value
+
+    def logical_or(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a | b
+
+    def all(self, a: np.ndarray) -> bool:
+        return bool(a.all())
+
+    def to_numpy(self, columns: list[np.ndarray]) -> np.ndarray:
+        return np.stack(columns, 1).astype(np.int32)
+
+
+def greedy_decode(
+    step: Callable[[Any, int], Any],
+    batch: int,
+    max_len: int,
+    ops: DecodeOps | None = None,
+    check_every: int = 1,
+) -> np.ndarray:
     """The decoding loop all three frameworks share. `step(prev_ids, t)` feeds each sentence's previous
-    token at position t to the decoder (which extends its own key/value cache) and returns the argmax
-    ids (int, shape (batch,)). Sentences that produced EOS get PAD afterwards; the loop stops when all
-    have produced EOS or after max_len tokens. Returns (batch, steps run) int32 ids."""
-    out = np.full((batch, max_len), PAD, dtype=np.int32)
-    done = np.zeros(batch, dtype=bool)
-    prev = np.full(batch, BOS, dtype=np.int32)
+    token (BOS first) at position t to the decoder, which extends its own key/value cache, and returns
+    the argmax ids. Sentences that produced EOS get PAD afterwards. The loop stops after max_len tokens,
+    or when every sentence has produced EOS, which it checks on the host every `check_every` steps (1 =
+    fairseq's per-step check; more = fewer device syncs, and the extra steps only add PAD columns,
+    which are cut off). Returns (batch, steps) int32 ids."""
+    ops = ops or NumpyOps()
+    pad = ops.full(batch, PAD)
+    prev = ops.full(batch, BOS)
+    done = ops.equal(prev, EOS)
+    columns = []
     for t in range(max_len):
-        nxt = np.where(done, PAD, np.asarray(step(prev, t)).astype(np.int32))
-        out[:, t] = nxt
-        done |= nxt == EOS
+        nxt = ops.where(done, pad, step(prev, t))
+        columns.append(nxt)
+        done = ops.logical_or(done, ops.equal(nxt, EOS))
         prev = nxt
-        if done.all():
-            return out[:, : t + 1]
-    return out
+        if (t + 1) % check_every == 0 and ops.all(done):
+            break
+    ids = ops.to_numpy(columns)
+    used = np.flatnonzero((ids != PAD).any(0))
+    return ids[:, : used[-1] + 1] if used.size else ids[:, :1]
 
 
 def generated_tokens(ids: np.ndarray) -> int:

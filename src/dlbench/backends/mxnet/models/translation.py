@@ -225,24 +225,50 @@ class Transformer(HybridBlock):
             x = layer(x, layer.cross_attn.kv(memory), src_bias, causal)
         return self._logits(F, x, embed_weight)
 
-    def translate(self, src: Any, max_len: int) -> np.ndarray:
-        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop)."""
+    def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
+        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop);
+        the tokens stay on the device."""
         ctx = src.context
         weight, pe = self.embed_weight.data(ctx), self.pe.data(ctx)
         memory, src_bias = self._encode(mx.nd, src, weight, pe)
         cross = [layer.cross_attn.kv(memory) for layer in self.dec]
         caches: list[dict] = [{} for _ in self.dec]
 
-        def step(prev: np.ndarray, t: int) -> np.ndarray:
-            x = self._embed(mx.nd, mx.nd.array(prev[None, :], ctx=ctx, dtype="int32"), weight, pe[t : t + 1])
+        def step(prev: Any, t: int) -> Any:
+            x = self._embed(mx.nd, prev.reshape((1, -1)), weight, pe[t : t + 1])
             for layer, kv, cache in zip(self.dec, cross, caches, strict=True):
                 x = layer.step(x, kv, src_bias, cache)
-            return self._logits(mx.nd, x, weight)[:, 0].argmax(axis=-1).asnumpy()
+            return self._logits(mx.nd, x, weight)[:, 0].argmax(axis=-1).astype("int32")
 
         with warnings.catch_warnings():
             # a hybridized cross-attention called alone does not use its kv projection (done once above)
             warnings.filterwarnings("ignore", r"Parameter .*cross_attn.* is not used", UserWarning)
-            return greedy_decode(step, src.shape[0], max_len)
+            return greedy_decode(step, src.shape[0], max_len, MXNetOps(ctx), check_every)
+
+
+class MXNetOps:
+    """dlbench.core.transformer.DecodeOps on NDArrays of one context (flags are int32 0/1)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    def full(self, n: int, value: int) -> Any:
+        return mx.nd.full((n,), value, ctx=self.ctx, dtype="int32")
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        return mx.nd.where(cond, a, b)
+
+    def equal(self, a: Any, value: int) -> Any:
+        return a == value
+
+    def logical_or(self, a: Any, b: Any) -> Any:
+        return mx.nd.maximum(a, b)
+
+    def all(self, a: Any) -> bool:
+        return bool(a.min().asscalar())
+
+    def to_numpy(self, columns: list[Any]) -> np.ndarray:
+        return mx.nd.stack(*columns, axis=1).asnumpy().astype(np.int32)
 
 
 def build_transformer(fused_attention: bool = True, ctx: Any = None, **size: Any) -> Transformer:

@@ -177,19 +177,42 @@ class Transformer(keras.Model):
             x = layer(x, layer.cross_attn.keys_values(memory), keep, training=training)
         return self._logits(x)
 
-    def translate(self, src: Any, max_len: int) -> np.ndarray:
-        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop)."""
+    def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
+        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop);
+        the tokens stay on the device."""
         memory, keep = self.encode(src)
         cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
         caches: list[dict] = [{} for _ in self.dec]
 
-        def step(prev: np.ndarray, t: int) -> np.ndarray:
-            x = self._embed(ops.convert_to_tensor(prev[:, None], dtype="int32"), t)
+        def step(prev: Any, t: int) -> Any:
+            x = self._embed(prev[:, None], t)
             for layer, kv, cache in zip(self.dec, cross, caches, strict=True):
                 x = layer.step(x, kv, keep, cache)
-            return ops.convert_to_numpy(ops.argmax(self._logits(x[:, 0]), axis=-1))
+            return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32")
 
-        return greedy_decode(step, int(src.shape[0]), max_len)
+        return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every)
+
+
+class KerasOps:
+    """dlbench.core.transformer.DecodeOps on Keras tensors."""
+
+    def full(self, n: int, value: int) -> Any:
+        return ops.full((n,), value, dtype="int32")
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        return ops.where(cond, a, b)
+
+    def equal(self, a: Any, value: int) -> Any:
+        return ops.equal(a, value)
+
+    def logical_or(self, a: Any, b: Any) -> Any:
+        return ops.logical_or(a, b)
+
+    def all(self, a: Any) -> bool:
+        return bool(ops.convert_to_numpy(ops.all(a)))
+
+    def to_numpy(self, columns: list[Any]) -> np.ndarray:
+        return ops.convert_to_numpy(ops.stack(columns, axis=1)).astype(np.int32)
 
 
 def build_transformer(**size: Any) -> Transformer:

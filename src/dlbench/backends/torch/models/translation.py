@@ -162,19 +162,45 @@ class Transformer(nn.Module):
         return self._logits(x)
 
     @torch.no_grad()
-    def translate(self, src: torch.Tensor, max_len: int) -> np.ndarray:
-        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop)."""
+    def translate(self, src: torch.Tensor, max_len: int, check_every: int = 1) -> np.ndarray:
+        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop);
+        the tokens stay on the device."""
         memory, keep = self.encode(src)
         cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
         caches: list[dict] = [{} for _ in self.dec]
 
-        def step(prev: np.ndarray, t: int) -> np.ndarray:
-            x = self._embed(torch.as_tensor(prev, dtype=torch.long, device=src.device)[:, None], t)
+        def step(prev: torch.Tensor, t: int) -> torch.Tensor:
+            x = self._embed(prev[:, None], t)
             for layer, kv, cache in zip(self.dec, cross, caches, strict=True):
                 x = layer.step(x, kv, keep, cache)
-            return self._logits(x[:, 0]).argmax(-1).cpu().numpy()
+            return self._logits(x[:, 0]).argmax(-1)
 
-        return greedy_decode(step, src.shape[0], max_len)
+        return greedy_decode(step, src.shape[0], max_len, TorchOps(src.device), check_every)
+
+
+class TorchOps:
+    """dlbench.core.transformer.DecodeOps on torch tensors of one device."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def full(self, n: int, value: int) -> torch.Tensor:
+        return torch.full((n,), value, dtype=torch.long, device=self.device)
+
+    def where(self, cond: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.where(cond, a, b)
+
+    def equal(self, a: torch.Tensor, value: int) -> torch.Tensor:
+        return a == value
+
+    def logical_or(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a | b
+
+    def all(self, a: torch.Tensor) -> bool:
+        return bool(a.all())
+
+    def to_numpy(self, columns: list[torch.Tensor]) -> np.ndarray:
+        return torch.stack(columns, 1).int().cpu().numpy()
 
 
 def build_transformer(**size: Any) -> Transformer:
@@ -185,13 +211,11 @@ def build_transformer(**size: Any) -> Transformer:
 def label_smoothed_ce(
     logits: torch.Tensor, labels: torch.Tensor, eps: float = LABEL_SMOOTHING
 ) -> torch.Tensor:
-    """Mean over non-pad labels of (1 - eps) * NLL + eps * mean over the vocabulary of -log p, in float32
-    (torch's cross_entropy(label_smoothing=eps) formula; the Keras and Gluon losses are the same)."""
-    logp = F.log_softmax(logits.float(), dim=-1)
-    nll = -logp.gather(-1, labels.long().unsqueeze(-1)).squeeze(-1)
-    per_token = (1.0 - eps) * nll - eps * logp.mean(-1)
-    keep = (labels != PAD).float()
-    return (per_token * keep).sum() / keep.sum().clamp_min(1.0)
+    """Mean over non-pad labels of (1 - eps) * NLL + eps * mean over the vocabulary of -log p: torch's
+    fused cross_entropy computes exactly this formula (the Keras and Gluon losses write it out)."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long(), ignore_index=PAD, label_smoothing=eps
+    )
 
 
 def load_neutral(model: Transformer, weights: dict[str, np.ndarray]) -> None:
