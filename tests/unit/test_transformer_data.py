@@ -19,8 +19,8 @@ from dlbench.core.transformer import (
     forward_flops,
     generated_tokens,
     greedy_decode,
-    inverse_sqrt_lr,
     param_count,
+    peak_lr,
     size,
 )
 from dlbench.data.bpe import BPE, train_bpe
@@ -149,14 +149,17 @@ def test_greedy_loop_stops_at_max_len_without_eos():
     assert ids.shape == (2, 5) and generated_tokens(ids) == 10
 
 
-def test_inverse_sqrt_schedule_warms_up_linearly_then_decays():
+def test_the_task_schedule_is_vaswanis_inverse_sqrt_warm_up():
+    """lr * lr_factor(step) of the translation task's optimizer equals eq. 3 of the paper at every step."""
+    from dlbench.tasks.translation import TranslationConfig, spec
+
+    opt = spec(TranslationConfig(size="base")).optimizer
     d, w = 512, 4000
-    lrs = [inverse_sqrt_lr(s, d, w) for s in (1, 1000, 2000, 4000, 16000)]
-    assert lrs[1] == pytest.approx(1000 * lrs[0]) and lrs[2] == pytest.approx(2 * lrs[1])
-    assert lrs[3] == max(lrs) == pytest.approx(d**-0.5 * w**-0.5)
-    assert lrs[4] == pytest.approx(lrs[3] / 2)  # step^-0.5 after the peak
-    assert inverse_sqrt_lr(0, d, w) == lrs[0]
-    assert inverse_sqrt_lr(4000, d, w, scale=2.0) == pytest.approx(2 * lrs[3])
+    assert (opt.kind, opt.betas, opt.eps, opt.warmup_steps) == ("adam", (0.9, 0.98), 1e-9, w)
+    for step in (1, 10, 1000, 3999, 4000, 4001, 20000, 100000):
+        vaswani = d**-0.5 * min(step**-0.5, step * w**-1.5)
+        assert opt.lr * opt.lr_factor(step - 1) == pytest.approx(vaswani, rel=1e-9), step
+    assert peak_lr(512) == pytest.approx(7.0e-4, rel=0.01)
 
 
 def test_sizes_and_counts():

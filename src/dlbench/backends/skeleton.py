@@ -8,7 +8,7 @@ precision translation, model building, the step, sync and memory.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -41,6 +41,12 @@ def load_family(framework: str, task: str) -> ModuleType:
         ) from None
 
 
+def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
+    """Run facts a model family reports about the network it built (`run_facts(model)`, optional)."""
+    report = getattr(family, "run_facts", None)
+    return dict(report(model)) if report is not None else {}
+
+
 class FixedSource:
     """The synthetic source: one batch put on the device once and handed out at every step."""
 
@@ -52,6 +58,20 @@ class FixedSource:
 
     def close(self) -> None:
         self.batch = None
+
+
+class HostSource:
+    """A task's own host batches (TaskSpec.batches), each put on the device when the step asks for it:
+    the shapes and unit counts may change from step to step."""
+
+    def __init__(self, batches: Iterator[HostBatch], to_device: Callable[[HostBatch], Batch]) -> None:
+        self.batches, self.to_device = batches, to_device
+
+    def next(self) -> Batch:
+        return self.to_device(next(self.batches))
+
+    def close(self) -> None:
+        self.batches = iter(())
 
 
 @dataclass(frozen=True)
@@ -103,15 +123,18 @@ class SpecBench:
     def __init__(self, job: JobConfig) -> None:
         self.job = job
         self.spec = task_spec(job.model)
-        self.unit = self.spec.unit
         self.train = job.mode == "train"
+        self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
+        self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
         dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
-        if self.job.dataset.name == "synthetic":
-            source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        if self.spec.batches is not None:  # the task makes its batches (they vary step to step)
+            source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
+        elif self.job.dataset.name == "synthetic":
+            source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         else:
             source = ExplainedSource(real())
         self.source = TimedSource(source)
@@ -123,7 +146,8 @@ class SpecBench:
         return self.source.wait_s if self.source else 0.0
 
     def run_facts(self) -> dict[str, Any]:
-        return {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+        facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+        return facts | self.family_facts
 
     def close(self) -> None:
         if self.source is not None:

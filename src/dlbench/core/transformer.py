@@ -3,7 +3,7 @@
 The three backends hand-write the same network (backends/<fw>/models/translation.py); what must be
 identical between them lives here once: the sizes, the special token ids, the framework-neutral weight
 names (so a test can load one set of numpy weights into all three and compare outputs), the parameter
-and FLOP counts, the learning-rate schedule and the greedy decoding loop.
+and FLOP counts, the peak learning rate and the greedy decoding loop.
 """
 
 from __future__ import annotations
@@ -138,10 +138,10 @@ def forward_flops(s: TransformerSize, batch: int, src_len: int, tgt_len: int) ->
     return batch * (s.encoder_layers * enc + s.decoder_layers * (dec + cross) + out)
 
 
-def inverse_sqrt_lr(step: int, d_model: int, warmup: int = 4000, scale: float = 1.0) -> float:
-    """Vaswani et al. eq. 3: scale * d^-0.5 * min(step^-0.5, step * warmup^-1.5), with step counted from 1."""
-    step = max(step, 1)
-    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+def peak_lr(d_model: int, warmup: int = 4000) -> float:
+    """The learning rate at the end of Vaswani et al.'s warm-up (eq. 3 at step = warmup): d^-0.5 * warmup^-0.5,
+    7.0e-4 for base. OptimizerSpec(decay="inverse_sqrt").lr_factor gives the rest of the schedule."""
+    return d_model**-0.5 * warmup**-0.5
 
 
 # --- greedy decoding ------------------------------------------------------------------------------
@@ -193,7 +193,8 @@ def greedy_decode(
     the argmax ids. Sentences that produced EOS get PAD afterwards. The loop stops after max_len tokens,
     or when every sentence has produced EOS, which it checks on the host every `check_every` steps (1 =
     fairseq's per-step check; more = fewer device syncs, and the extra steps only add PAD columns,
-    which are cut off). Returns (batch, steps) int32 ids."""
+    which are cut off; 0 = never: exactly max_len steps, the fixed work a throughput benchmark times).
+    Returns (batch, steps) int32 ids."""
     ops = ops or NumpyOps()
     pad = ops.full(batch, PAD)
     prev = ops.full(batch, BOS)
@@ -204,7 +205,7 @@ def greedy_decode(
         columns.append(nxt)
         done = ops.logical_or(done, ops.equal(nxt, EOS))
         prev = nxt
-        if (t + 1) % check_every == 0 and ops.all(done):
+        if check_every and (t + 1) % check_every == 0 and ops.all(done):
             break
     ids = ops.to_numpy(columns)
     used = np.flatnonzero((ids != PAD).any(0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dlbench.tasks import classification, test_mlp
+from dlbench.tasks import classification, test_mlp, translation
 from dlbench.tasks.spec import ModelConfig, TaskSpec
 
 
@@ -24,6 +24,7 @@ class Task:
 TASKS: dict[str, Task] = {
     "classification": Task(classification.ClassificationConfig, classification.spec),
     "test_mlp": Task(test_mlp.MLPConfig, test_mlp.spec, test_only=True),
+    "translation": Task(translation.TranslationConfig, translation.spec),
 }
 
 

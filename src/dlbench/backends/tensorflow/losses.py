@@ -4,6 +4,7 @@ LOSSES (and the same kind in the other backends' losses.py)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -29,9 +30,16 @@ def _sigmoid_binary_cross_entropy(spec: TaskSpec) -> LossFn:
     return loss
 
 
+def _label_smoothed_cross_entropy(spec: TaskSpec) -> LossFn:
+    from dlbench.backends.tensorflow.models.translation import label_smoothed_ce
+
+    return functools.partial(label_smoothed_ce, eps=spec.loss_args["smoothing"])
+
+
 LOSSES: dict[str, Callable[[TaskSpec], LossFn]] = {
     "softmax_cross_entropy": _softmax_cross_entropy,
     "sigmoid_binary_cross_entropy": _sigmoid_binary_cross_entropy,
+    "label_smoothed_cross_entropy": _label_smoothed_cross_entropy,
 }
 
 

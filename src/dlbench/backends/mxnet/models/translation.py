@@ -16,6 +16,7 @@ keys); sequences are right-padded with PAD.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -27,13 +28,12 @@ from dlbench.core.transformer import (
     PAD,
     TransformerSize,
     greedy_decode,
-    sinusoid_positions,
     weight_shapes,
 )
+from dlbench.tasks.translation import TranslationConfig, model_size
 
 nn = mx.gluon.nn
 HybridBlock = mx.gluon.HybridBlock
-MAX_POSITIONS = 1024
 NEG = -1e9
 FUSED = "mxnet.contrib.interleaved_matmul_selfatt/encdec"
 UNFUSED = "mxnet.batch_dot+softmax"
@@ -183,7 +183,6 @@ class Transformer(HybridBlock):
             self.embed_weight = self.params.get(
                 "embed_weight", shape=(vocab, d_model), init=mx.init.Normal(d_model**-0.5)
             )
-            self.pe = self.params.get_constant("pe", sinusoid_positions(MAX_POSITIONS, d_model))
             layer_args = (d_model, heads, ffn, dropout, fused_attention)
             self.enc = nn.HybridSequential(prefix="enc_")
             self.dec = nn.HybridSequential(prefix="dec_")
@@ -195,15 +194,31 @@ class Transformer(HybridBlock):
                     self.dec.add(_DecoderLayer(*layer_args, prefix=f"{i}_"))
             self.drop = nn.Dropout(dropout)
 
-    def _embed(self, F: Any, ids_tb: Any, weight: Any, pe: Any) -> Any:
-        """Time-major ids (T, B) -> (T, B, d): scaled embedding + positions (pe already sliced to T)."""
-        x = F.Embedding(ids_tb, weight, input_dim=self.spec.vocab, output_dim=self.spec.d_model)
-        return self.drop(F.broadcast_add(x * math.sqrt(self.spec.d_model), F.expand_dims(pe, 1)))
+    def _positions(self, F: Any, ids_tb: Any, x: Any, start: int = 0) -> Any:
+        """Sinusoid positions (T, d) for time-major ids, computed in the graph (a constant Parameter
+        would count as a weight in the parameter count and the precision probe; F.arange has no input,
+        which AMP cannot wrap): PE[pos, j] = sin or cos (j even / odd) of pos * 10000^(-2*(j//2)/d), as
+        dlbench.core.transformer.sinusoid_positions. `x` is the (T, B, d) embedding, for its d axis."""
+        d = self.spec.d_model
+        pos = F.cast(F.contrib.arange_like(ids_tb, axis=0, start=float(start)), "float32")
+        j = F.cast(F.contrib.arange_like(x, axis=2), "float32")
+        odd = F.broadcast_mod(j, F.ones_like(j) * 2.0)
+        angle = F.broadcast_mul(
+            F.expand_dims(pos, 1), F.expand_dims(F.exp((j - odd) * (-math.log(10000.0) / d)), 0)
+        )
+        odd = F.expand_dims(odd, 0)
+        return F.broadcast_mul(F.sin(angle), 1.0 - odd) + F.broadcast_mul(F.cos(angle), odd)
 
-    def _encode(self, F: Any, src: Any, weight: Any, pe: Any) -> tuple[Any, Any]:
+    def _embed(self, F: Any, ids_tb: Any, weight: Any, start: int = 0) -> Any:
+        """Time-major ids (T, B) -> (T, B, d): scaled embedding + positions from `start`."""
+        x = F.Embedding(ids_tb, weight, input_dim=self.spec.vocab, output_dim=self.spec.d_model)
+        pe = F.expand_dims(self._positions(F, ids_tb, x, start), 1)
+        return self.drop(F.broadcast_add(x * math.sqrt(self.spec.d_model), pe))
+
+    def _encode(self, F: Any, src: Any, weight: Any) -> tuple[Any, Any]:
         src_bias = F.expand_dims(F.expand_dims(F.cast(src == PAD, "float32") * NEG, 1), 1)  # (B, 1, 1, S)
         src_tb = F.transpose(src)
-        x = self._embed(F, src_tb, weight, F.slice_like(pe, src_tb, axes=(0,)))
+        x = self._embed(F, src_tb, weight)
         for layer in self.enc:
             x = layer(x, src_bias)
         return x, src_bias
@@ -213,14 +228,14 @@ class Transformer(HybridBlock):
         x = F.transpose(x_tb, (1, 0, 2))
         return F.FullyConnected(x, weight, no_bias=True, num_hidden=self.spec.vocab, flatten=False)
 
-    def hybrid_forward(self, F: Any, src: Any, tgt_in: Any, embed_weight: Any, pe: Any) -> Any:
+    def hybrid_forward(self, F: Any, src: Any, tgt_in: Any, embed_weight: Any) -> Any:
         """Teacher-forced logits (B, T, vocab) for batch-major (src, tgt_in = [BOS] + target, padded)."""
-        memory, src_bias = self._encode(F, src, embed_weight, pe)
+        memory, src_bias = self._encode(F, src, embed_weight)
         tgt_tb = F.transpose(tgt_in)
         pos = F.contrib.arange_like(tgt_tb, axis=0)
         future = F.broadcast_greater(F.expand_dims(pos, 0), F.expand_dims(pos, 1))
         causal = F.cast(future, "float32") * NEG  # (T, T): -1e9 where the key is after the query
-        x = self._embed(F, tgt_tb, embed_weight, F.slice_like(pe, tgt_tb, axes=(0,)))
+        x = self._embed(F, tgt_tb, embed_weight)
         for layer in self.dec:
             x = layer(x, layer.cross_attn.kv(memory), src_bias, causal)
         return self._logits(F, x, embed_weight)
@@ -229,13 +244,13 @@ class Transformer(HybridBlock):
         """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop);
         the tokens stay on the device."""
         ctx = src.context
-        weight, pe = self.embed_weight.data(ctx), self.pe.data(ctx)
-        memory, src_bias = self._encode(mx.nd, src, weight, pe)
+        weight = self.embed_weight.data(ctx)
+        memory, src_bias = self._encode(mx.nd, src, weight)
         cross = [layer.cross_attn.kv(memory) for layer in self.dec]
         caches: list[dict] = [{} for _ in self.dec]
 
         def step(prev: Any, t: int) -> Any:
-            x = self._embed(mx.nd, prev.reshape((1, -1)), weight, pe[t : t + 1])
+            x = self._embed(mx.nd, prev.reshape((1, -1)), weight, t)
             for layer, kv, cache in zip(self.dec, cross, caches, strict=True):
                 x = layer.step(x, kv, src_bias, cache)
             return self._logits(mx.nd, x, weight)[:, 0].argmax(axis=-1).astype("int32")
@@ -278,6 +293,37 @@ def build_transformer(fused_attention: bool = True, ctx: Any = None, **size: Any
     return model
 
 
+def fused_attention_runs() -> bool:
+    """Whether the interleaved attention ops can run the network: MXNet 1.9.1 has them in float16/float32
+    on a GPU but in float32 only on the CPU, where AMP (already initialized by the bench, before the
+    build) means bfloat16."""
+    amp = sys.modules.get("mxnet.contrib.amp.amp")
+    return not (amp is not None and amp._amp_initialized) or mx.context.num_gpus() > 0
+
+
+def build_model(cfg: TranslationConfig, train: bool = True) -> Transformer:
+    """The bench's entry (backends/skeleton.load_family), uninitialized; an inference network is built
+    without dropout (MXNet has no bfloat16 Dropout kernel, and it is the identity there anyway)."""
+    size = model_size(cfg)
+    kwargs = {**size.kwargs(), "dropout": size.dropout if train else 0.0}
+    return Transformer(fused_attention=fused_attention_runs(), **kwargs)
+
+
+def initialize(net: Transformer, cfg: TranslationConfig, ctx: Any) -> None:
+    net.initialize(ctx=ctx)
+
+
+def infer(net: Transformer, inputs: tuple) -> np.ndarray:
+    """The inference step: greedy decoding of every sentence for as many steps as the target side is
+    long (no early stop: every framework does the same work; data/translation_source.py counts it)."""
+    src, tgt_in = inputs
+    return net.translate(src, tgt_in.shape[1], check_every=0)
+
+
+def run_facts(net: Transformer) -> dict[str, str]:
+    return {"attention": attention_impl(net)}
+
+
 def attention_impl(model: Transformer) -> str:
     """Which attention kernels the model runs, for the run's tags."""
     return FUSED if model.fused_attention else UNFUSED
@@ -291,6 +337,20 @@ def label_smoothed_ce(F: Any, logits: Any, labels: Any, eps: float = LABEL_SMOOT
     per_token = (1.0 - eps) * nll - eps * F.mean(logp, axis=-1)
     keep = F.cast(labels != PAD, "float32")
     return F.sum(per_token * keep) / F.maximum(F.sum(keep), 1.0)
+
+
+class LabelSmoothedCE(HybridBlock):
+    """The loss kind `label_smoothed_cross_entropy` for the bench: the batch's mean over its target
+    tokens, already normalized (`normalized`: the bench then steps the trainer with 1, not the batch size)."""
+
+    normalized = True
+
+    def __init__(self, eps: float = LABEL_SMOOTHING, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.eps = eps
+
+    def hybrid_forward(self, F: Any, logits: Any, labels: Any) -> Any:
+        return label_smoothed_ce(F, logits, labels, self.eps)
 
 
 def _interleave(w: np.ndarray, heads: int, parts: int) -> np.ndarray:

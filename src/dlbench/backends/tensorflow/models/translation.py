@@ -26,6 +26,7 @@ from dlbench.core.transformer import (
     sinusoid_positions,
     weight_shapes,
 )
+from dlbench.tasks.translation import TranslationConfig, model_size
 
 ATTENTION = "keras.ops.dot_product_attention"
 MAX_POSITIONS = 1024
@@ -220,6 +221,26 @@ def build_transformer(**size: Any) -> Transformer:
     model = Transformer(**size)
     model((np.full((1, 2), 4, dtype=np.int32), np.full((1, 2), 4, dtype=np.int32)))
     return model
+
+
+def build_model(cfg: TranslationConfig, float_dtype: str = "float32") -> Transformer:
+    """The bench's entry (backends/skeleton.load_family); the inputs are ids, so float_dtype is unused
+    (the Keras policy set before the build decides the compute dtype)."""
+    return build_transformer(**model_size(cfg).kwargs())
+
+
+def infer(model: Transformer, inputs: tuple) -> np.ndarray:
+    """The inference step: greedy decoding of every sentence for as many steps as the target side is
+    long (no early stop: every framework does the same work; data/translation_source.py counts it)."""
+    src, tgt_in = inputs
+    return model.translate(src, int(tgt_in.shape[1]), check_every=0)
+
+
+infer.eager = True  # a host loop over decoder steps: the bench must not trace it into one tf.function
+
+
+def run_facts(model: Transformer) -> dict[str, str]:
+    return {"attention": ATTENTION}
 
 
 def label_smoothed_ce(logits: Any, labels: Any, eps: float = LABEL_SMOOTHING) -> Any:

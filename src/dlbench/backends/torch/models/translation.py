@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dlbench.core.transformer import LABEL_SMOOTHING, PAD, greedy_decode, sinusoid_positions
+from dlbench.tasks.translation import TranslationConfig, model_size
 
 ATTENTION = "torch.nn.functional.scaled_dot_product_attention"
 MAX_POSITIONS = 1024
@@ -206,6 +207,22 @@ class TorchOps:
 def build_transformer(**size: Any) -> Transformer:
     """The network of `dlbench.core.transformer.TransformerSize.kwargs()`."""
     return Transformer(**size)
+
+
+def build_model(cfg: TranslationConfig) -> Transformer:
+    """The bench's entry (backends/skeleton.load_family): the network of model.size/vocab/dropout."""
+    return build_transformer(**model_size(cfg).kwargs())
+
+
+def infer(model: Transformer, inputs: tuple) -> np.ndarray:
+    """The inference step: greedy decoding of every sentence for as many steps as the target side is
+    long (no early stop: every framework does the same work; data/translation_source.py counts it)."""
+    src, tgt_in = inputs
+    return model.translate(src, tgt_in.shape[1], check_every=0)
+
+
+def run_facts(model: Transformer) -> dict[str, str]:
+    return {"attention": ATTENTION}
 
 
 def label_smoothed_ce(
