@@ -5,7 +5,7 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar] [--frameworks torch,tf,mxnet]
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,transformer] [--frameworks torch,tf,mxnet]
        [--image-size N]   (default: each model's own size from conf/model)
 """
 
@@ -43,7 +43,7 @@ print("PARITY " + json.dumps(out))
 def model_spec(name: str, image_size: int | None) -> dict:
     spec = yaml.safe_load((ROOT / "conf" / "model" / f"{name}.yaml").read_text())
     spec.pop("defaults", None)
-    if image_size:
+    if image_size and "image_size" in spec:
         spec["image_size"] = image_size
     return spec
 
@@ -95,7 +95,8 @@ def main() -> int:
         cells = "".join(
             f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.4f}" for fw in table
         )
-        print(f"{model:<14}{spec['image_size']:>7}px " + cells)
+        size = f"{spec['image_size']}px" if "image_size" in spec else f"len {spec.get('max_len', '-')}"
+        print(f"{model:<14}{size:>10}" + cells)
     problems = check(table, models)
     for p in problems:
         print("MISMATCH " + p)
