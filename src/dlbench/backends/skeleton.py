@@ -1,5 +1,5 @@
-"""What every framework's bench shares, written once and framework-free (docs/architecture.md, "Backend
-skeleton"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
+"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
 `data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
 showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
 precision translation, model building, the step, sync and memory.
@@ -13,28 +13,21 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from dlbench.backends.base import BACKENDS
 from dlbench.config import JobConfig
-from dlbench.core.bench import Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
-
-_PACKAGES = {
-    "torch": "dlbench.backends.torch",
-    "tf": "dlbench.backends.tensorflow",
-    "mxnet": "dlbench.backends.mxnet",
-}
 
 
 def load_family(framework: str, task: str) -> ModuleType:
     """The framework's model module for `task`: backends/<framework>/models/<task>.py."""
-    name = f"{_PACKAGES[framework]}.models.{task}"
+    name = f"{BACKENDS[framework][0]}.models.{task}"
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
-        from dlbench.core.bench import BackendUnavailable
-
         raise BackendUnavailable(
             f"framework={framework} model.task={task}: this framework has no {task} models yet "
             f"({name.replace('.', '/')}.py)"
@@ -99,10 +92,6 @@ class LayerRecord:
         if self.first_compute is None and not lookup:
             self.first_compute = seen
 
-    @property
-    def complete(self) -> bool:
-        return self.first is not None
-
     def facts(self) -> dict[str, Any]:
         """compute_dtype (the first computing layer's output dtype) and the first/last layers seen."""
         out: dict[str, Any] = {"compute_dtype": self.first_compute.dtype if self.first_compute else "unknown"}
@@ -127,16 +116,26 @@ class SpecBench:
         self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
         self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
+        self.family: ModuleType | None = None
+
+    def load_family(self, framework: str) -> ModuleType:
+        """The framework's model module for this job's task (kept: open_source looks for its hooks)."""
+        self.family = load_family(framework, self.spec.task)
+        return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
-        dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
-        if self.spec.batches is not None:  # the task makes its batches (they vary step to step)
+        dataset through the family's `real_source(bench)` when its model module defines one (a task whose
+        data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
+        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
+        A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
+        if self.spec.batches is not None:
             source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
         elif self.job.dataset.name == "synthetic":
             source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         else:
-            source = ExplainedSource(real())
+            hook = getattr(self.family, "real_source", None)
+            source = ExplainedSource(hook(self) if hook is not None else real())
         self.source = TimedSource(source)
 
     def units(self) -> int:

@@ -12,7 +12,7 @@ from dlbench.backends.mxnet.losses import make_loss
 from dlbench.backends.mxnet.models import trainable_params
 from dlbench.backends.mxnet.optimizers import make_trainer
 from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
-from dlbench.backends.skeleton import SpecBench, family_facts, load_family
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.config import JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch
 from dlbench.core.precision import plan_precision
@@ -98,7 +98,7 @@ class MXNetBench(SpecBench):
         plan = plan_precision(job.precision, "cuda" if ctx.device_type == "gpu" else "cpu")
         # before the net: amp.init rewraps the operators the net is built from
         self.prec = MXPrecision(plan, ctx, self.train, desc)
-        family = load_family("mxnet", self.spec.task)
+        family = self.load_family("mxnet")
         self._infer = getattr(family, "infer", None)
         net = family.build_model(job.model, train=self.train)
         family.initialize(net, job.model, ctx)

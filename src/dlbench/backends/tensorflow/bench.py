@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench, family_facts, load_family
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.tensorflow.losses import make_loss
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
@@ -80,7 +80,7 @@ class TFBench(SpecBench):
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
         self._out: tf.Tensor | None = None
-        family = load_family("tf", self.spec.task)
+        family = self.load_family("tf")
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
@@ -94,7 +94,7 @@ class TFBench(SpecBench):
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
         # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
-        # reduce_retracing: token-count batches change shape from step to step
+        # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
         eager = not self.train and getattr(self._infer, "eager", False)
         self._step = (
             body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)

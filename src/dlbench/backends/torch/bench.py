@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.backends.skeleton import SpecBench, family_facts, load_family
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.torch.losses import make_loss
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
@@ -38,7 +38,7 @@ class TorchBench(SpecBench):
         self.prec = TorchPrecision(plan_precision(job.precision, dev.type), dev)
         # channels_last feeds NHWC tensor-core kernels on CUDA (4-D tensors only); on CPU it is no faster.
         self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
-        family = load_family("torch", self.spec.task)
+        family = self.load_family("torch")
         model = family.build_model(job.model).to(device=dev, dtype=self.prec.param_dtype)
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
