@@ -16,6 +16,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import layers, ops
 
 from dlbench.core.transformer import (
@@ -60,14 +61,12 @@ class _SelfAttention(layers.Layer):
         q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
         return self.out(_merge(ops.dot_product_attention(q, k, v, mask=keep, is_causal=causal)))
 
-    def step(self, x: Any, cache: dict) -> Any:
-        """One new position (B, 1, d) against the cached keys/values, which it extends. A plain method:
-        Layer.__call__ would copy the cache dict, so it would never grow."""
+    def step(self, x: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
+        """One new position (B, 1, d) against the cached keys/values (B, t, H, D): (output, keys, values)
+        extended by this position. Pure (no state), so the decoding step can be one tf.function."""
         q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
-        if "k" in cache:
-            k, v = ops.concatenate([cache["k"], k], 1), ops.concatenate([cache["v"], v], 1)
-        cache["k"], cache["v"] = k, v
-        return self.out(_merge(ops.dot_product_attention(q, k, v)))
+        k, v = ops.concatenate([k_cache, k], 1), ops.concatenate([v_cache, v], 1)
+        return self.out(_merge(ops.dot_product_attention(q, k, v))), k, v
 
 
 class _CrossAttention(layers.Layer):
@@ -121,9 +120,9 @@ class _DecoderLayer(layers.Layer):
         x = self.norm1(x + self.drop(self.self_attn(x, None, causal=True), training=training))
         return self._rest(x, kv, src_keep, training)
 
-    def step(self, x: Any, kv: Any, src_keep: Any, cache: dict) -> Any:
-        x = self.norm1(x + self.self_attn.step(x, cache))
-        return self._rest(x, kv, src_keep, False)
+    def step(self, x: Any, kv: Any, src_keep: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
+        y, k, v = self.self_attn.step(x, k_cache, v_cache)
+        return self._rest(self.norm1(x + y), kv, src_keep, False), k, v
 
 
 class Transformer(keras.Model):
@@ -153,6 +152,7 @@ class Transformer(keras.Model):
             _DecoderLayer(d_model, heads, ffn, dropout, name=f"dec_{i}") for i in range(decoder_layers)
         ]
         self.drop = layers.Dropout(dropout)
+        self._step_fn: Any = None  # the decoding step's tf.function, made on first use
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
         x = self.embed(ids)
@@ -178,18 +178,31 @@ class Transformer(keras.Model):
             x = layer(x, layer.cross_attn.keys_values(memory), keep, training=training)
         return self._logits(x)
 
+    def _decode_step(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
+        """Decoder at position t for the previous tokens: (argmax ids, caches extended by t)."""
+        x = self._embed(prev[:, None], t)
+        grown = []
+        for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
+            x, k, v = layer.step(x, kv, keep, k, v)
+            grown.append((k, v))
+        return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
+
     def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
-        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop);
-        the tokens stay on the device."""
+        """Greedy decoding with cached keys/values (dlbench.core.transformer.greedy_decode's loop); the
+        tokens stay on the device and each step is one tf.function (traced for the first two cache
+        lengths, then once more with a relaxed length: reduce_retracing)."""
+        if self._step_fn is None:
+            self._step_fn = tf.function(self._decode_step, reduce_retracing=True)
         memory, keep = self.encode(src)
         cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
-        caches: list[dict] = [{} for _ in self.dec]
+        s, heads = self.spec, self.spec.heads
+        empty = ops.zeros((ops.shape(src)[0], 0, heads, s.d_model // heads), dtype=memory.dtype)
+        caches = [(empty, empty) for _ in self.dec]
 
         def step(prev: Any, t: int) -> Any:
-            x = self._embed(prev[:, None], t)
-            for layer, kv, cache in zip(self.dec, cross, caches, strict=True):
-                x = layer.step(x, kv, keep, cache)
-            return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32")
+            nonlocal caches
+            ids, caches = self._step_fn(prev, tf.constant(t), caches, cross, keep)
+            return ids
 
         return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every)
 
