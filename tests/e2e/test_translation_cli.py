@@ -23,6 +23,7 @@ def test_transformer_smoke_sweep_trains_and_decodes_in_every_framework(cli):
         assert p["model.size"] == "tiny" and p["model.task"] == "translation"
         assert t["precision.compute_dtype"] == "bfloat16"  # verified on the real outputs, CPU autocast
         assert "attention" in t["run.attention"] or "batch_dot" in t["run.attention"]
+        assert 1 / 16 <= float(t["run.samples_per_unit"]) <= 1  # smoke: 16 tokens per sentence, 4 a batch
         if p["mode"] == "train":
             assert m["loss_last"] > 0
     mx_train = next(r for r in kids if r.data.params["framework.name"] == "mxnet")

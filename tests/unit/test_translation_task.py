@@ -83,3 +83,14 @@ def test_missing_corpus_and_bad_names_are_one_line(tmp_path):
     assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="<corpus>_<src>_<tgt>"):
         languages("bible")
+
+
+def test_host_source_counts_samples_per_unit():
+    from dlbench.backends.skeleton import HostSource
+
+    source = HostSource(
+        translation_batches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None), lambda h: h
+    )
+    for _ in range(4):
+        source.next()
+    assert source.facts() == {"samples_per_unit": round(1 / 16, 6)}  # 3 sentences of 15 tokens + EOS

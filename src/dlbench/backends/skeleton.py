@@ -59,9 +59,17 @@ class HostSource:
 
     def __init__(self, batches: Iterator[HostBatch], to_device: Callable[[HostBatch], Batch]) -> None:
         self.batches, self.to_device = batches, to_device
+        self.samples = self.units = 0  # rows (e.g. sentences) and units (e.g. target tokens) handed out
 
     def next(self) -> Batch:
-        return self.to_device(next(self.batches))
+        host = next(self.batches)
+        self.samples += len(next(iter(host.inputs.values())))
+        self.units += host.units
+        return self.to_device(host)
+
+    def facts(self) -> dict[str, Any]:
+        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x it)."""
+        return {"samples_per_unit": round(self.samples / self.units, 6)} if self.units else {}
 
     def close(self) -> None:
         self.batches = iter(())
@@ -146,7 +154,8 @@ class SpecBench:
 
     def run_facts(self) -> dict[str, Any]:
         facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
-        return facts | self.family_facts
+        inner = getattr(self.source, "source", None)
+        return facts | self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
 
     def close(self) -> None:
         if self.source is not None:
