@@ -5,8 +5,8 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,transformer] [--frameworks torch,tf,mxnet]
-       [--image-size N]   (default: each model's own size from conf/model)
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,transformer] [--frameworks torch,tf,mxnet]
+       [--image-size N]   (image models; default: each model's own size from conf/model)
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar")
+    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf")
     parser.add_argument("--frameworks", default=",".join(BACKENDS))
     parser.add_argument("--image-size", type=int, default=None)
     args = parser.parse_args()
@@ -93,9 +93,15 @@ def main() -> int:
     )
     for model, spec in zip(models, specs, strict=True):
         cells = "".join(
-            f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.4f}" for fw in table
+            f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.6g}" for fw in table
         )
-        size = f"{spec['image_size']}px" if "image_size" in spec else f"len {spec.get('max_len', '-')}"
+        size = (
+            f"{spec['image_size']}px"
+            if "image_size" in spec
+            else f"len {spec['max_len']}"
+            if "max_len" in spec
+            else "ids"
+        )
         print(f"{model:<14}{size:>10}" + cells)
     problems = check(table, models)
     for p in problems:

@@ -1,2 +1,3 @@
-"""Quality metrics computed outside the frameworks, on numpy outputs or text, so that all three
-frameworks are scored by the same code."""
+"""Quality metrics computed outside the frameworks, on numpy outputs or text, so that all three frameworks
+are scored by the same code (HR@10/NDCG@10 for recommendation, BLEU for translation, ...). No framework
+import here."""
