@@ -5,7 +5,7 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300] [--frameworks torch,tf,mxnet]
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300,transformer] [--frameworks torch,tf,mxnet]
        [--image-size N]   (image models; default: each model's own size from conf/model)
 """
 
@@ -95,7 +95,13 @@ def main() -> int:
         cells = "".join(
             f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.6g}" for fw in table
         )
-        size = f"{spec['image_size']}px" if "image_size" in spec else "ids"
+        size = (
+            f"{spec['image_size']}px"
+            if "image_size" in spec
+            else f"len {spec['max_len']}"
+            if "max_len" in spec
+            else "ids"
+        )
         print(f"{model:<14}{size:>10}" + cells)
     problems = check(table, models)
     for p in problems:

@@ -80,6 +80,10 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
                 "mode=data measures the DALI input pipeline: choose a real dataset (e.g. dataset=imagenet)"
             )
         return {}
+    if ds.format == "parallel_text":  # translation corpora: two aligned text files per split
+        from dlbench.data.translation_source import check_corpus
+
+        return check_corpus(job)
     _check_data_settings(job)
     ds.path = resolve_path(job)
     if job.model.task == "detection" or ds.format == "coco":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dlbench.tasks import classification, detection, recommendation, test_mlp
+from dlbench.tasks import classification, detection, recommendation, test_mlp, translation
 from dlbench.tasks.spec import ModelConfig, TaskSpec
 
 
@@ -26,6 +26,7 @@ TASKS: dict[str, Task] = {
     "detection": Task(detection.DetectionConfig, detection.spec),
     "recommendation": Task(recommendation.RecommendationConfig, recommendation.spec),
     "test_mlp": Task(test_mlp.MLPConfig, test_mlp.spec, test_only=True),
+    "translation": Task(translation.TranslationConfig, translation.spec),
 }
 
 

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.tensorflow.losses import make_loss
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
@@ -84,6 +84,7 @@ class TFBench(SpecBench):
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
+            self.family_facts = family_facts(family, self.model)
             self.probe = LayerProbe(self.model)
             self.loss_fn = make_loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
@@ -92,8 +93,12 @@ class TFBench(SpecBench):
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
+        # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
         # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
-        self._step = tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+        eager = not self.train and getattr(self._infer, "eager", False)
+        self._step = (
+            body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+        )
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.torch.losses import make_loss
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
@@ -43,6 +43,7 @@ class TorchBench(SpecBench):
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
         self.model = model
+        self.family_facts = family_facts(family, model)
         self.probe = LayerProbe(model)
         fw = job.framework
         self.run_model = torch.compile(model, mode=fw.compile_mode) if fw.compile else model
