@@ -16,11 +16,17 @@ import time
 import traceback
 
 from dlbench import events
-from dlbench.backends.base import load_backend
-from dlbench.backends.threads import apply_threads, thread_env
-from dlbench.config import ConfigError, JobConfig
-from dlbench.core.bench import BackendUnavailable
-from dlbench.timing import timed_windows, warm_up
+from dlbench.backends.base import BACKENDS, BackendUnavailable
+
+try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
+    from dlbench.backends.base import load_backend
+    from dlbench.backends.threads import apply_threads, thread_env
+    from dlbench.config import ConfigError, JobConfig
+    from dlbench.timing import timed_windows, warm_up
+except ModuleNotFoundError as exc:
+    MISSING: ModuleNotFoundError | None = exc
+else:
+    MISSING = None
 
 EXIT_CONFIG = 3
 EXIT_FAILED = 1
@@ -100,6 +106,18 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         bench.close()
 
 
+def missing_module_message(plain: dict, exc: ModuleNotFoundError) -> str:
+    """One line for an interpreter that lacks what the job needs (numpy, the framework): which module,
+    which interpreter, and the pip command for the job's framework."""
+    name = (plain.get("framework") or {}).get("name", "torch")
+    pip = BACKENDS.get(name, BACKENDS["torch"])[2]
+    pip += "" if "numpy" in pip else " numpy==1.26.4"
+    return (
+        f"framework={name}: {exc.name} is not installed in {sys.executable}; install it with "
+        f"`{sys.executable} -m {pip}` or point framework.python at an interpreter that has it"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--job", required=True, help="resolved job config (JSON)")
@@ -109,7 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     emit = events.EventWriter(args.events_fd)
     emit.emit(events.HELLO, pid=os.getpid(), python=sys.executable)
     with open(args.job) as f:
-        job = JobConfig.from_dict(json.load(f))
+        plain = json.load(f)
+    if MISSING is not None:
+        message = missing_module_message(plain, MISSING)
+        emit.emit(events.ERROR, kind="config", message=message)
+        print(f"dlbench worker: {message}", file=sys.stderr)
+        return EXIT_CONFIG
+    job = JobConfig.from_dict(plain)
     try:
         run(job, emit)
     except (BackendUnavailable, ConfigError) as exc:
