@@ -20,6 +20,8 @@ PARENT_TAG = "mlflow.parentRunId"
 KIND_TAG = "dlbench.kind"
 SPREAD_FLAG_TAG = "dlbench.spread_flag"
 LOSS_FLAG_TAG = "dlbench.loss_flag"
+EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the task's quality metric (e.g. accuracy)
+EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an evaluation gave NaN/inf
 
 # The job summary metrics a report reads (orchestrator._summary, plus the repeat spread).
 SUMMARY_METRICS = (
@@ -42,6 +44,12 @@ SUMMARY_METRICS = (
     "data_wait_frac",
     "loss_first",
     "loss_last",
+    # mode=converge (report/accuracy.py)
+    "eval_final",
+    "eval_best",
+    "epochs_to_target",
+    "time_to_target_s",
+    "train_s",
 )
 # Params that make two runs of one framework x model x precision x mode different measurements.
 # Only those that differ inside a (model, mode) group end up in the group's "variant" label.
@@ -87,6 +95,7 @@ class JobRow:
     device: str | None = None
     gpu_name: str | None = None
     host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
+    converge: dict[str, str] = field(default_factory=dict)  # mode=converge: seed, metric, target, flag
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
@@ -242,7 +251,21 @@ def job_row(run: Run) -> JobRow:
         device=t.get("device"),
         gpu_name=t.get("gpu.gpu0_name"),
         host={k.removeprefix("host."): v for k, v in t.items() if k.startswith("host.")},
+        converge=_converge_facts(p, t),
     )
+
+
+def _converge_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:
+    """What the Accuracy section needs beyond the summary metrics (empty for speed runs)."""
+    if params.get("mode") != "converge":
+        return {}
+    keys = {"seed": "schedule.seed", "epochs": "schedule.epochs", "target": "schedule.target"}
+    out = {name: params[key] for name, key in keys.items() if key in params}
+    out["dataset"] = params.get("dataset.name", "?")
+    for name, tag in (("metric", EVAL_METRIC_TAG), ("eval_flag", EVAL_FLAG_TAG)):
+        if tag in tags:
+            out[name] = tags[tag]
+    return out
 
 
 def load_history(client: MlflowClient, run_id: str, start_ms: int) -> History | None:
