@@ -194,49 +194,44 @@ def analyze_accuracy(jobs: list[JobRow]) -> AccuracyAnalysis:
 
 
 def _summary(cell: Cell, task: Task) -> str:
+    """ "88.10 ± 0.10 (3 seeds)": the cell's final metric in the unit the verdict speaks of."""
     n = len(cell.finals)
-    if n == 0:
-        return f"{cell.precision} no finite result"
     spread = f" ± {cell.std * task.scale:.2f}" if n >= 2 else ""
-    unit = " points" if task.scale != 1 else ""
-    return f"{cell.precision} {cell.mean * task.scale:.2f}{spread}{unit} ({n} seed{'s' if n != 1 else ''})"
+    return (
+        f"{cell.mean * task.scale:.2f}{spread} ({n} seed{'s' if n != 1 else ''})" if n else "no finite result"
+    )
 
 
 def compare(task: Task, base: Cell, other: Cell) -> Verdict:
     """The verdict on `other` (a reduced precision) against `base` (fp32) of the same framework."""
-    what = precision_label(other.precision) + (
-        " (bf16 on CPU)" if other.precision == "amp" and other.on_cpu else ""
-    )
-    where = f"{other.framework} on {task.title}"
-    numbers = f"{_summary(base, task)} vs {_summary(other, task)}"
+    on_cpu = other.precision == "amp" and other.on_cpu
+    what = "mixed precision (amp = bf16 on CPU)" if on_cpu else precision_label(other.precision)
+    where = f"{other.framework}, {task.model} on {task.dataset}"
+    unit = "points of " if task.scale != 1 else ""
+    numbers = f"{task.metric}{' in points' if task.scale != 1 else ''}: fp32 {_summary(base, task)}, "
+    numbers += f"{other.precision} {_summary(other, task)}"
 
     def verdict(kind: str, text: str) -> Verdict:
-        return Verdict(task.title, other.framework, other.precision, kind, text)
+        return Verdict(task.title, other.framework, other.precision, kind, f"{where}: {text}")
 
     for cell, role in ((other, what), (base, "the fp32 baseline")):
         if cell.flagged:
             return verdict(
                 "diverged",
-                f"{role} diverged for {where} ({len(cell.flagged)} of {len(cell.runs)} seeds gave a NaN or inf "
-                f"loss or metric): not a match, no verdict.",
+                f"{role} diverged ({len(cell.flagged)} of {len(cell.runs)} seeds gave a NaN or inf loss or "
+                "metric): not a match, no verdict.",
             )
     if len(base.finals) < 2 or len(other.finals) < 2:
         return verdict(
-            "no-spread",
-            f"{what} on {where}: fewer than two seeds, so no seed spread and no verdict ({numbers}).",
+            "no-spread", f"{what}: fewer than two seeds, so no seed spread and no verdict ({numbers})."
         )
     (b_lo, b_hi), (o_lo, o_hi) = base.range, other.range
     diff = (other.mean - base.mean) * task.scale
-    unit = "points" if task.scale != 1 else task.metric
     if o_hi < b_lo:
-        return verdict(
-            "loses", f"{what} loses {-diff:.2f} {unit} of {task.metric} against fp32 for {where} ({numbers})."
-        )
+        return verdict("loses", f"{what} loses {-diff:.2f} {unit}{task.metric} against fp32 ({numbers}).")
     if o_lo > b_hi:
-        return verdict(
-            "gains", f"{what} gains {diff:.2f} {unit} of {task.metric} over fp32 for {where} ({numbers})."
-        )
-    return verdict("matches", f"{what} matches fp32 within the seed spread for {where} ({numbers}).")
+        return verdict("gains", f"{what} gains {diff:.2f} {unit}{task.metric} over fp32 ({numbers}).")
+    return verdict("matches", f"{what} matches fp32 within the seed spread ({numbers}).")
 
 
 def _verdicts(task: Task) -> list[Verdict]:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from dlbench.report.accuracy import VERDICT_RULE, AccuracyAnalysis, Cell, Task
 from dlbench.report.charts import FRAMEWORK_COLORS, OTHER_COLORS, _save
@@ -104,8 +105,18 @@ def curve_chart(task: Task, curves: dict[str, list[tuple[int, float]]], path: Pa
         epochs = sorted(per_epoch)
         color = FRAMEWORK_COLORS.get(cell.framework, OTHER_COLORS[i % len(OTHER_COLORS)])
         mean = [sum(per_epoch[e]) / len(per_epoch[e]) for e in epochs]
-        ax.plot(epochs, mean, LINESTYLES.get(cell.precision, "-"), color=color, marker="o", markersize=3,
-                label=f"{cell.framework} {cell.precision_text}")  # fmt: skip
+        label = f"{cell.framework} {cell.precision_text}" + (
+            f" ({FLAG} {len(cell.flagged)} diverged)" if cell.flagged else ""
+        )
+        ax.plot(
+            epochs,
+            mean,
+            LINESTYLES.get(cell.precision, "-"),
+            color=color,
+            marker="o",
+            markersize=3,
+            label=label,
+        )
         ax.fill_between(epochs, [min(per_epoch[e]) for e in epochs], [max(per_epoch[e]) for e in epochs],
                         color=color, alpha=0.12, linewidth=0)  # fmt: skip
         drawn += 1
@@ -113,9 +124,10 @@ def curve_chart(task: Task, curves: dict[str, list[tuple[int, float]]], path: Pa
         return None
     if not math.isnan(task.target):
         ax.axhline(task.target, color="black", linestyle=":", linewidth=1, label=f"target {task.target:g}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"held-out {task.metric}")
-    ax.set_title(f"{task.title} per epoch — mean over seeds, band: lowest to highest seed", fontsize=9)
+    ax.set_title(f"{task.title} per epoch\nline: mean over seeds; band: lowest to highest seed", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return _save(fig, path)
