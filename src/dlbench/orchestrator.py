@@ -159,7 +159,8 @@ class JobRunner:
             rec.built = ev
             if len(self.records) == 1:
                 run.tags({f"version.{k}": v for k, v in ev["versions"].items()} | {"device": ev["device"]})
-                run.params({"model.params": ev["params"]})
+                run.params({"model.params": ev["params"], "throughput_unit": ev["unit"]})
+            self.progress.unit = ev["unit"]
             self.progress.message(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
         elif kind == events.WARMUP_STEP:
             self.progress.warmup_step(ev["step"], ev["of"])
@@ -248,9 +249,10 @@ class JobRunner:
                 else ""
             )
             log.info(
-                "%s: %.2f samples/s (p5 %.2f, p95 %.2f%s)",
+                "%s: %.2f %s/s (p5 %.2f, p95 %.2f%s)",
                 self.ctx.label,
                 metrics["throughput"],
+                self.progress.unit,
                 metrics["throughput_p05"],
                 metrics["throughput_p95"],
                 spread,
@@ -293,15 +295,21 @@ class JobRunner:
                 self.ctx.label,
                 metrics["loss_last"],
             )
-        precision = done["precision"] if done else {}
+        precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
+        tags.update({f"run.{k}": v for k, v in run_facts.items()})
         run.tags(tags)
         warmups = [span for r in self.records if (span := r.warmup_span())]
         png = self.dir / "telemetry.png"
         if plot_telemetry(samples, png, self.records[0].t_start, warmups, f"{self.ctx.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
-        env = {"host": host_facts(), "versions": built["versions"] if built else {}, "precision": precision}
+        env = {
+            "host": host_facts(),
+            "versions": built["versions"] if built else {},
+            "precision": precision,
+            "run": run_facts,
+        }
         (self.dir / "environment.json").write_text(json.dumps(env, indent=2))
         run.artifact(self.dir / "environment.json")
         log_path = self.dir / "worker.log"

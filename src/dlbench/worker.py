@@ -16,8 +16,9 @@ import time
 import traceback
 
 from dlbench import events
-from dlbench.backends.base import BackendUnavailable, load_backend
+from dlbench.backends.base import load_backend
 from dlbench.config import ConfigError, JobConfig
+from dlbench.core.bench import BackendUnavailable
 from dlbench.timing import timed_windows, warm_up
 
 EXIT_CONFIG = 3
@@ -73,7 +74,8 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         build_s=build_s,
         params=bench.params(),
         device=bench.device,
-        samples_per_step=bench.samples_per_step,
+        unit=bench.unit,
+        batch_size=job.batch_size,
         versions=_versions(backend, job),
     )
     try:
@@ -83,11 +85,11 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         if job.debug.fault == "nan_loss":  # what a diverged training reports
             bench.loss = lambda: float("nan")
         timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
-        precision, memory = bench.precision_report(), bench.memory()
+        precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.
         stats = getattr(backend, "model_stats", None)
         gflops = stats(job.model)["gflops"] if stats else None
-        emit.emit(events.DONE, precision=precision, framework_mem_bytes=memory, gflops=gflops)
+        emit.emit(events.DONE, precision=precision, run=run_facts, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
 

@@ -54,6 +54,9 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
         assert run.data.params["framework.name"] == "torch" and run.data.params["model.params"].isdigit()
         assert float(run.data.params["model.gflops"]) > 0
         assert run.data.tags["version.torch"]
+        assert run.data.params["throughput_unit"] == "images"
+        assert run.data.tags["run.optimizer"] == "sgd/foreach" and "precision.optimizer" not in run.data.tags
+        assert run.data.tags["precision.first_layer_dtype"] == run.data.tags["precision.compute_dtype"]
         assert len(client.get_metric_history(run.info.run_id, "host/cpu_util")) >= 3
         assert len(client.get_metric_history(run.info.run_id, "window/throughput")) == 3
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}

@@ -168,9 +168,19 @@ def _variants(jobs: list[JobRow]) -> dict[str, str]:
         by_group.setdefault((j.model, j.mode), []).append(j)
     for members in by_group.values():
         keys = sorted({k for j in members for k in j.variant_params})
-        varying = [k for k in keys if len({j.variant_params.get(k) for j in members}) > 1]
-        for j in members:
-            out[j.run_id] = ", ".join(f"{k}={j.variant_params.get(k)}" for k in varying)
+        labels: dict[str, list[str]] = {j.run_id: [] for j in members}
+        for k in keys:
+            having = [j for j in members if k in j.variant_params]
+            values = [j.variant_params[k] for j in having]
+            if len(set(values)) < 2:
+                continue
+            # A key only some runs have (a framework's own knob: framework.compile is torch's) labels
+            # the runs that leave its usual value; the others run as the frameworks without it do.
+            usual = None if len(having) == len(members) else max(sorted(set(values)), key=values.count)
+            for j in having:
+                if j.variant_params[k] != usual:
+                    labels[j.run_id].append(f"{k}={j.variant_params[k]}")
+        out.update({run_id: ", ".join(parts) for run_id, parts in labels.items()})
     return out
 
 

@@ -51,13 +51,11 @@ SUMMARY_METRICS = (
     "time_to_target_s",
     "train_s",
 )
-# Params that make two runs of one framework x model x precision x mode different measurements.
+# Params that make two runs of one framework x model x precision x mode different measurements, beside
+# every model-family key (model.*, whatever the family: image_size, depth, vocabulary...).
 # Only those that differ inside a (model, mode) group end up in the group's "variant" label.
 VARIANT_PARAMS = (
     "batch_size",
-    "model.image_size",
-    "model.depth",
-    "model.num_classes",
     "dataset.name",
     "device",
     "framework.compile",
@@ -65,6 +63,8 @@ VARIANT_PARAMS = (
     "framework.hybridize",
     "data.decode",
 )
+NOT_VARIANT_MODEL_PARAMS = ("model.name", "model.task", "model.batch_size", "model.params", "model.gflops")
+UNIT_PARAM = "throughput_unit"  # the task's throughput unit, logged by the orchestrator
 GPU_SERIES = "gpu0/util"
 CPU_SERIES = "host/cpu_util"
 
@@ -91,6 +91,8 @@ class JobRow:
     failure_message: str | None = None
     spread_flag: str | None = None
     loss_flag: str | None = None  # "non-finite": the training diverged during the timed windows
+    compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
+    unit: str = "samples"  # what throughput counts: images, target tokens, samples
     repeats: int = 1
     device: str | None = None
     gpu_name: str | None = None
@@ -99,6 +101,11 @@ class JobRow:
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
+
+    @property
+    def precision_label(self) -> str:
+        """The configured precision with what was verified, e.g. "amp (bfloat16)"."""
+        return f"{self.precision} ({self.compute_dtype})" if self.compute_dtype else self.precision
 
 
 @dataclass
@@ -227,6 +234,10 @@ def _is_job(run: Run) -> bool:
     return run.data.tags.get(KIND_TAG) != "sweep" and "framework.name" in run.data.params
 
 
+def _is_variant_param(key: str) -> bool:
+    return key in VARIANT_PARAMS or (key.startswith("model.") and key not in NOT_VARIANT_MODEL_PARAMS)
+
+
 def job_row(run: Run) -> JobRow:
     """Flatten one job run (params are the flattened job config, see orchestrator._open_run)."""
     p, m, t = run.data.params, run.data.metrics, run.data.tags
@@ -242,11 +253,13 @@ def job_row(run: Run) -> JobRow:
         mode=p.get("mode", "?"),
         start_ms=run.info.start_time or 0,
         metrics={k: float(m[k]) for k in SUMMARY_METRICS if k in m},
-        variant_params={k: p[k] for k in VARIANT_PARAMS if k in p},
+        variant_params={k: v for k, v in p.items() if _is_variant_param(k)},
         failure=t.get("failure"),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
         loss_flag=t.get(LOSS_FLAG_TAG),
+        compute_dtype=t.get("precision.compute_dtype"),
+        unit=p.get(UNIT_PARAM, "samples"),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
         device=t.get("device"),
         gpu_name=t.get("gpu.gpu0_name"),

@@ -64,7 +64,8 @@ class Block:
 
 def result_table(group: Group, show_spread: bool) -> Table:
     """The per-(model, mode) table as text cells; '–' wherever a metric was not logged."""
-    headers = ["framework", "precision", "throughput (samples/s)", "p5–p95"]
+    unit = group.entries[0].job.unit if group.entries else "samples"
+    headers = ["framework", "precision", f"throughput ({unit}/s)", "p5–p95"]
     if show_spread:
         headers.append("repeat spread")
     headers += [
@@ -74,7 +75,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         "GPU mem peak (MiB)",
         "framework mem peak (MiB)",
         "CPU util",
-        "energy (J/sample)",
+        f"energy (J/{unit.removesuffix('s')})",
         "warm-up (s)",
     ]
     rows = []
@@ -82,7 +83,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         j = e.job
         p05, p95 = j.metric("throughput_p05"), j.metric("throughput_p95")
         diverged = f" {FLAG} {DIVERGED}" if j.loss_flag else ""
-        row = [j.framework, j.precision, fmt_throughput(j.metric("throughput")) + diverged]
+        row = [j.framework, j.precision_label, fmt_throughput(j.metric("throughput")) + diverged]
         row.append(DASH if _missing(p05) or _missing(p95) else f"{fmt_throughput(p05)}–{fmt_throughput(p95)}")
         if show_spread:
             spread = j.metric("throughput_spread")
