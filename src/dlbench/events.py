@@ -17,6 +17,9 @@ WARMUP_STEP = "warmup_step"  # step, of
 WARMUP_DONE = "warmup_done"  # warmup_s, steps
 # samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
 WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
+# mode=converge, after each epoch's training window: epoch (1-based), metric (its name), value (on the
+# held-out split), train_loss, train_s (training seconds so far, evaluation excluded), eval_s
+EPOCH = "epoch"
 DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 

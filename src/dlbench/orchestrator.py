@@ -14,12 +14,13 @@ import os
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from dlbench import events
 from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.converge import EVAL_FLAG_TAG, EVAL_METRIC_TAG, converge_summary, diverged
 from dlbench.data.validate import check_dataset
 from dlbench.environment import host_facts
 from dlbench.progress import Progress
@@ -60,9 +61,25 @@ def run_job(job: JobConfig, ctx: JobContext) -> str:
         log.error("%s: config error: %s", ctx.label, exc)
         _tally(job, ctx, "FAILED")
         return "FAILED"
-    status = JobRunner(job, ctx, data_facts).run()
+    statuses = [JobRunner(j, c, data_facts).run() for j, c in per_seed(job, ctx)]
+    status = next((s for s in statuses if s != "FINISHED"), "FINISHED")
     _tally(job, ctx, status)
     return status
+
+
+def per_seed(job: JobConfig, ctx: JobContext) -> list[tuple[JobConfig, JobContext]]:
+    """mode=converge with `schedule.seeds`: the job once per seed, each its own MLflow run (param
+    schedule.seed) and output folder, so the report averages runs that differ only in their seed."""
+    if job.mode != "converge" or not job.schedule.seeds:
+        return [(job, ctx)]
+    out = []
+    for seed in job.schedule.seeds:
+        one = JobConfig.from_dict(job.to_dict())
+        one.schedule.seed = seed
+        out.append(
+            (one, replace(ctx, output_dir=ctx.output_dir / f"seed{seed}", label=f"{ctx.label} seed={seed}"))
+        )
+    return out
 
 
 def _tally(job: JobConfig, ctx: JobContext, status: str) -> None:
@@ -117,7 +134,10 @@ class JobRunner:
             f" (repeat {repeat + 1}/{self.job.schedule.repeats})" if self.job.schedule.repeats > 1 else ""
         )
         s = self.job.schedule
-        self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
+        if self.job.mode == "converge":  # one window per epoch, no warm-up
+            self.progress = Progress(label, 0, s.epochs, 1)
+        else:
+            self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
         worker = Worker(
             self.job.framework.python or sys.executable, self._write_job(), self.dir / "worker.log"
         )
@@ -172,6 +192,11 @@ class JobRunner:
             run.metrics(series, step=self.window_step, timestamp=ev["t"])
             self.window_step += 1
             self.progress.window(ev["index"], ev["throughput"])
+        elif kind == events.EPOCH:
+            rec.epochs.append(ev)
+            series = {f"eval/{ev['metric']}": ev["value"], "epoch/train_loss": ev["train_loss"]}
+            run.metrics(series | {"epoch/train_s": ev["train_s"]}, step=ev["epoch"], timestamp=ev["t"])
+            self.progress.message(f"epoch {ev['epoch']}: {ev['metric']} {ev['value']:.4f}")
         elif kind == events.DONE:
             rec.done = ev
             if ev.get("gflops") is not None and len(self.records) == 1:
@@ -190,6 +215,7 @@ class JobRunner:
             parent_id = parent.run_id
         j = self.job
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
+        name += f"-seed{j.schedule.seed}" if j.mode == "converge" else ""
         tags = {"dlbench.kind": "job", "dlbench.output_dir": str(self.dir)}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         run = RunLogger.create(client, experiment_id, name, parent_id, tags)
@@ -230,6 +256,8 @@ class JobRunner:
         metrics: dict[str, float] = {}
         try:
             metrics = summarize_job(self.records, samples)
+            if self.job.mode == "converge":
+                metrics |= converge_summary(self.rec.epochs, self.job.schedule.target)
             run.metrics(metrics)
             self._log_repeats()
             run.series(samples)
@@ -295,6 +323,13 @@ class JobRunner:
                 self.ctx.label,
                 metrics["loss_last"],
             )
+        if self.job.mode == "converge" and self.rec.epochs:
+            tags[EVAL_METRIC_TAG] = self.rec.epochs[-1]["metric"]
+            if diverged(self.rec.epochs):
+                tags[EVAL_FLAG_TAG] = "non-finite"
+                log.warning(
+                    "%s: a loss or held-out metric was NaN or inf: flagged, never a match", self.ctx.label
+                )
         precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
         tags.update({f"run.{k}": v for k, v in run_facts.items()})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from dlbench.config import JobConfig
+from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
@@ -104,14 +104,20 @@ class SpecBench:
         self.job = job
         self.spec = task_spec(job.model)
         self.unit = self.spec.unit
-        self.train = job.mode == "train"
+        self.train = job.mode in ("train", "converge")
         self.source: TimedSource | None = None
+        self.in_memory: Any = None  # the MemorySource of an in-memory dataset (mode=converge evaluates on it)
+        self.init = "framework default"  # how the initial weights were made (run fact `init`)
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
         dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
         if self.job.dataset.name == "synthetic":
             source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        elif self.job.dataset.format in MEMORY_FORMATS:
+            from dlbench.data.memory_source import MemorySource
+
+            source = self.in_memory = MemorySource(self.job, self.spec, to_device)
         else:
             source = ExplainedSource(real())
         self.source = TimedSource(source)
@@ -122,8 +128,23 @@ class SpecBench:
     def data_wait_s(self) -> float:
         return self.source.wait_s if self.source else 0.0
 
+    def seed_weights(self, family: ModuleType, model: Any) -> None:
+        """mode=converge: put the run seed's initial weights in, where the family draws them framework-free
+        (`load_seeded_weights(model, cfg, seed) -> bool`, e.g. the small CNN: identical in every framework);
+        the caller has seeded its framework's RNG for the others."""
+        if self.job.mode != "converge":
+            return
+        seed, load = self.job.schedule.seed, getattr(family, "load_seeded_weights", None)
+        if load is not None and load(model, self.job.model, seed):
+            self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
+        else:
+            self.init = f"{self.job.framework.name} RNG seeded with {seed}"
+
     def run_facts(self) -> dict[str, Any]:
-        return {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+        facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+        if self.job.mode == "converge":
+            facts["init"] = self.init
+        return facts | (self.in_memory.facts() if self.in_memory is not None else {})
 
     def close(self) -> None:
         if self.source is not None:

@@ -17,6 +17,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,3 +135,39 @@ def _digits() -> ImageSplits:
     order = np.random.default_rng(DIGITS_SPLIT_SEED).permutation(n)
     test, train = np.sort(order[: info.test_size]), np.sort(order[info.test_size :])
     return ImageSplits(info, images[train], labels[train], images[test], labels[test])
+
+
+def check_image_set(name: str, root: str | None, model: Any, train: int | None, test: int | None) -> dict:
+    """Before a worker starts: the dataset's files are there and fit `model` (image size, channels,
+    classes). Cheap (no file is read); returns facts to log as params. Raises ConfigError."""
+    if name not in IMAGE_SETS:
+        raise ConfigError(f"dataset={name}: not a small image dataset (known: {', '.join(IMAGE_SETS)})")
+    info = IMAGE_SETS[name]
+    if name == "fashion_mnist":
+        folder = Path(root) if root else FASHION_MNIST_DIR
+        for split in ("train", "t10k"):
+            for kind in ("images-idx3", "labels-idx1"):
+                _idx_file(folder, f"{split}-{kind}-ubyte")
+        where = str(folder)
+    else:
+        where = str(digits_csv())
+    want = (info.image_size, info.channels, info.num_classes)
+    got = (
+        getattr(model, "image_size", None),
+        getattr(model, "channels", None),
+        getattr(model, "num_classes", None),
+    )
+    if got != want:
+        raise ConfigError(
+            f"dataset={name} has {info.image_size}x{info.image_size}x{info.channels} images in {info.num_classes} "
+            f"classes but the model is set to {got[0]}x{got[0]}x{got[1]}, {got[2]} classes: use model=small_cnn "
+            f"model.image_size={info.image_size} model.channels={info.channels} model.num_classes={info.num_classes}"
+        )
+    for key, value, size in (("num_samples", train, info.train_size), ("eval_samples", test, info.test_size)):
+        if value is not None and not 1 <= value <= size:
+            raise ConfigError(f"dataset.{key}={value}: dataset={name} has {size:,}; use 1..{size} or null")
+    return {
+        "dataset.resolved_path": where,
+        "dataset.train_samples": min(train or info.train_size, info.train_size),
+        "dataset.eval_samples_used": min(test or info.test_size, info.test_size),
+    }

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
+from dlbench.data.small_images import check_image_set
 
 FORMATS = ("folder", "tfrecord", "recordio")
 DECODES = ("auto", "gpu", "cpu")
@@ -77,6 +78,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
                 "mode=data measures the DALI input pipeline: choose a real dataset (e.g. dataset=imagenet)"
             )
         return {}
+    if ds.format in MEMORY_FORMATS:  # read whole into memory by the worker (data/small_images.py)
+        return check_image_set(ds.name, ds.path, job.model, ds.num_samples, ds.eval_samples)
     _check_data_settings(job)
     ds.path = resolve_path(job)
     layout = resolve_layout(job)

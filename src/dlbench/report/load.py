@@ -16,12 +16,12 @@ from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from dlbench.converge import EVAL_FLAG_TAG, EVAL_METRIC_TAG
+
 PARENT_TAG = "mlflow.parentRunId"
 KIND_TAG = "dlbench.kind"
 SPREAD_FLAG_TAG = "dlbench.spread_flag"
 LOSS_FLAG_TAG = "dlbench.loss_flag"
-EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the task's quality metric (e.g. accuracy)
-EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an evaluation gave NaN/inf
 
 # The job summary metrics a report reads (orchestrator._summary, plus the repeat spread).
 SUMMARY_METRICS = (

@@ -80,10 +80,13 @@ class TFBench(SpecBench):
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
         self._out: tf.Tensor | None = None
+        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
+            keras.utils.set_random_seed(job.schedule.seed)
         family = load_family("tf", self.spec.task)
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
+            self.seed_weights(family, self.model)
             self.probe = LayerProbe(self.model)
             self.loss_fn = make_loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
@@ -93,6 +96,7 @@ class TFBench(SpecBench):
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
         self._step = tf.function(body, jit_compile=bool(job.framework.xla))
+        self._predict = tf.function(self._infer_step, jit_compile=bool(job.framework.xla))
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 
@@ -141,6 +145,15 @@ class TFBench(SpecBench):
             self._out = self._step(batch.inputs, batch.targets)
         if self.probe.active:  # the first trace has shown the dtypes; later traces stay unwrapped
             self.probe.remove()
+
+    def predict(self, host: HostBatch) -> Any:
+        """The model's outputs for a host batch as float32 numpy (mode=converge scores them with
+        dlbench.eval): inference mode (training=False), the job's precision."""
+        batch = self._to_device(host)
+        with tf.device(self._tf_device):
+            out = self._predict(batch.inputs, batch.targets)
+        outs = tuple(np.asarray(tf.cast(o, tf.float32)) for o in tf.nest.flatten(out))
+        return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:
         if _SYNC_DEVICES is not None:

@@ -50,9 +50,20 @@ def build_small_cnn(
     net = SmallCnn(
         SmallCnnSizes(image_size, channels, num_classes, tuple(widths), hidden), prefix="smallcnn_"
     )
-    net.initialize(mx.init.Zero(), ctx=ctx or mx.cpu())
-    load_weights(net, initial_weights(net.sizes, seed))
+    initialize(net, ctx or mx.cpu(), seed)
     return net
+
+
+def initialize(net: SmallCnn, ctx: Any, seed: int = 0) -> None:
+    """Allocate the parameters on `ctx` and fill them with the seed's initial weights."""
+    net.initialize(mx.init.Zero(), ctx=ctx)
+    load_seed(net, seed)
+
+
+def load_seed(net: SmallCnn, seed: int) -> bool:
+    """Replace the weights with the seed's framework-neutral initial weights (always possible: True)."""
+    load_weights(net, initial_weights(net.sizes, seed))
+    return True
 
 
 def load_weights(net: SmallCnn, weights: dict[str, np.ndarray]) -> None:

@@ -58,6 +58,12 @@ def _fc1_from_keras(k: np.ndarray, sizes: SmallCnnSizes) -> np.ndarray:
     return k.reshape(f, f, sizes.widths[1], sizes.hidden).transpose(3, 2, 0, 1).reshape(sizes.hidden, -1)
 
 
+def load_seed(model: keras.Model, seed: int) -> bool:
+    """Replace the weights with the seed's framework-neutral initial weights (always possible: True)."""
+    load_weights(model, initial_weights(model.small_cnn_sizes, seed))
+    return True
+
+
 def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
     """Set canonical-layout numpy weights (converted to Keras' layout) on the model's layers."""
     sizes = model.small_cnn_sizes

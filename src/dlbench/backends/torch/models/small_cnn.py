@@ -44,6 +44,12 @@ def build_small_cnn(
     return model
 
 
+def load_seed(model: SmallCnn, seed: int) -> bool:
+    """Replace the weights with the seed's framework-neutral initial weights (always possible: True)."""
+    load_weights(model, initial_weights(model.sizes, seed))
+    return True
+
+
 def load_weights(model: SmallCnn, weights: dict[str, np.ndarray]) -> None:
     """Copy canonical-layout numpy weights into the model (in place, keeping its device and dtype)."""
     check_weights(model.sizes, weights)
