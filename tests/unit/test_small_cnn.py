@@ -1,5 +1,6 @@
 """The accuracy mode's small CNN is one network in three frameworks: equal parameters and FLOPs (each
-counted with the framework's own tools), and, given the same canonical weights, the same logits.
+counted by the backend's `model_stats`, with the framework's own tools, through the classification
+registry), and, given the same canonical weights, the same logits.
 
 Each framework runs in its own subprocess (frameworks never share a process), side by side with one
 compute thread each. The weights are drawn here with numpy and handed over as an .npz file; every
@@ -29,17 +30,17 @@ weights = dict(np.load(os.environ["SMALL_CNN_WEIGHTS"]))
 images = np.load(os.environ["SMALL_CNN_IMAGES"])
 seed = int(os.environ["SMALL_CNN_SEED"])
 out = {}
+from dlbench.tasks.classification import ClassificationConfig
+
+def cfg(size):
+    return ClassificationConfig(name="small_cnn", image_size=size, channels=1, num_classes=10)
 """
 TORCH = """
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from dlbench.backends.torch.stats import model_stats
 from dlbench.backends.torch.models.small_cnn import build_small_cnn, export_weights, load_weights
 for size in (28, 8):
-    m = build_small_cnn(image_size=size, seed=1).eval()
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        m(torch.zeros(1, 1, size, size))
-    out[size] = {"params": sum(p.numel() for p in m.parameters()), "flops": counter.get_total_flops()}
+    out[size] = model_stats(cfg(size))
 m = build_small_cnn(seed=1).eval()
 load_weights(m, weights)
 with torch.no_grad():
@@ -48,15 +49,10 @@ with torch.no_grad():
 out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(m).items())
 """
 TF = """
-import tensorflow as tf
+from dlbench.backends.tensorflow.stats import model_stats
 from dlbench.backends.tensorflow.models.small_cnn import build_small_cnn, export_weights, load_weights
-from dlbench.backends.tensorflow.stats import MATMUL_OPS, _flops_by_op
 for size in (28, 8):
-    m = build_small_cnn(image_size=size, seed=1)
-    fn = tf.function(lambda x, m=m: m(x, training=False))
-    graph = fn.get_concrete_function(tf.TensorSpec((1, size, size, 1), tf.float32)).graph
-    flops = sum(v for k, v in _flops_by_op(graph).items() if k in MATMUL_OPS)
-    out[size] = {"params": int(sum(np.prod(v.shape) for v in m.trainable_weights)), "flops": flops}
+    out[size] = {k: v for k, v in model_stats(cfg(size)).items() if k in ("params", "gflops")}
 m = build_small_cnn(seed=1)
 load_weights(m, weights)
 out["logits"] = np.asarray(m(images[..., None], training=False)).tolist()
@@ -65,12 +61,10 @@ out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(
 """
 MXNET = """
 from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.stats import model_stats
 from dlbench.backends.mxnet.models.small_cnn import build_small_cnn, export_weights, load_weights
-from dlbench.backends.mxnet.stats import graph_stats
 for size in (28, 8):
-    m = build_small_cnn(image_size=size, seed=1)
-    stats = graph_stats(m(mx.sym.var("data")), (1, 1, size, size))
-    out[size] = {"params": stats["params"], "flops": stats["Convolution"] + stats["FullyConnected"]}
+    out[size] = model_stats(cfg(size))
 m = build_small_cnn(seed=1)
 m.hybridize()
 load_weights(m, weights)
@@ -107,7 +101,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 def test_parameters_equal_and_flops_within_2_percent(results: dict, size: int) -> None:
     sizes = SmallCnnSizes(image_size=size)
     params = {fw: r[str(size)]["params"] for fw, r in results.items()}
-    flops = {fw: r[str(size)]["flops"] for fw, r in results.items()}
+    flops = {fw: round(r[str(size)]["gflops"] * 1e9) for fw, r in results.items()}
     assert set(params.values()) == {sizes.params()}, params
     assert max(flops.values()) <= 1.02 * min(flops.values()), flops
     assert flops.get("torch", sizes.flops()) == sizes.flops(), (
