@@ -224,6 +224,10 @@ def validate(job: JobConfig) -> None:
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
         (job.schedule.epochs >= 1, "schedule.epochs: must be 1 or more"),
         (
+            job.mode != "converge" or job.schedule.repeats == 1,
+            "schedule.repeats: mode=converge repeats a training once per seed; use schedule.seeds=[...] instead",
+        ),
+        (
             min([job.schedule.seed, *job.schedule.seeds]) >= 0,
             f"schedule.seeds={job.schedule.seeds or [job.schedule.seed]}: seeds must be 0 or more",
         ),

@@ -87,6 +87,7 @@ def test_checks_before_the_worker_are_one_line() -> None:
     for key, value, message in (
         ("epochs", 0, "schedule.epochs"),
         ("seeds", [1, -2], "seeds must be 0 or more"),
+        ("repeats", 2, r"use schedule.seeds=\[...\] instead"),
     ):
         bad = converge_job()
         setattr(bad.schedule, key, value)
