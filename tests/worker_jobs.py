@@ -37,6 +37,7 @@ def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
     s = job.schedule
     s.batch_size, s.warmup_steps, s.steps_per_window, s.windows = 2, 1, 2, 2
     job.mode, job.device, job.precision = spec["mode"], "cpu", spec["precision"]
+    job.threads = 1  # tests run several workers at once: one thread each (the env caps say the same)
     return job
 
 

@@ -168,6 +168,8 @@ class JobConfig:
     # Whole-job limit (start to end). FP32 cuDNN autotuning alone has taken minutes on big GPUs.
     timeout_s: float = 3600.0
     fail_fast: bool = False
+    # CPU threads per op (and inter-op) in every framework; null = the CPUs in the worker's affinity.
+    threads: int | None = None
 
     @property
     def batch_size(self) -> int:
@@ -245,6 +247,10 @@ def validate(job: JobConfig) -> None:
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
+        (
+            job.threads is None or job.threads >= 1,
+            f"threads={job.threads}: use 1 or more, or null (all CPUs)",
+        ),
         (job.debug.fault in (None, "abort", "nan_loss"), "debug.fault: only null, abort or nan_loss"),
     ]
     fw = job.framework

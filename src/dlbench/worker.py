@@ -17,6 +17,7 @@ import traceback
 
 from dlbench import events
 from dlbench.backends.base import load_backend
+from dlbench.backends.threads import apply_threads, thread_env
 from dlbench.config import ConfigError, JobConfig
 from dlbench.converge import run_epochs
 from dlbench.core.bench import BackendUnavailable
@@ -61,10 +62,14 @@ def _versions(backend, job: JobConfig) -> dict[str, str]:
 
 def run(job: JobConfig, emit: events.EventWriter) -> None:
     t0 = time.perf_counter()
+    threads: dict[str, int] = {}
     if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
         from dlbench.data import bench as backend
     else:
+        # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
+        os.environ.update(thread_env(job.framework.name, job.threads))
         backend = load_backend(job.framework.name)
+        threads = apply_threads(job.framework.name, job.threads)
     import_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     bench = backend.build(job)
@@ -78,6 +83,7 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         unit=bench.unit,
         batch_size=job.batch_size,
         versions=_versions(backend, job),
+        threads=threads,
     )
     try:
         fault = os.abort if job.debug.fault == "abort" else None

@@ -23,7 +23,7 @@ from dlbench.report.load import job_row, select
 from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
-from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking
+from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking, ensure_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_CLI = ROOT / "src" / "report.py"
@@ -411,7 +411,7 @@ def hook_sweep(cfg, uri: str) -> tuple[MlflowClient, str]:
     cb = SweepTracking()
     cb.on_multirun_start(config=cfg)
     client, eid = open_store(uri, "dlbench")
-    parent = STATE.parent.run_id
+    parent = ensure_parent().run_id  # what the sweep's first job run does
     log_job(client, eid, parent, "torch resnet50 fp32 train", (95, 100, 105), metrics=GPU)
     log_job(client, eid, parent, "torch resnet50 amp train", (190, 200, 210), metrics=GPU)
     STATE.finished += ["job 0", "job 1"]

@@ -1,5 +1,5 @@
-"""What every framework's bench shares, written once and framework-free (docs/architecture.md, "Backend
-skeleton"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
+"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
 `data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
 showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
 precision translation, model building, the step, sync and memory.
@@ -13,28 +13,21 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from dlbench.backends.base import BACKENDS
 from dlbench.config import MEMORY_FORMATS, JobConfig
-from dlbench.core.bench import Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
-
-_PACKAGES = {
-    "torch": "dlbench.backends.torch",
-    "tf": "dlbench.backends.tensorflow",
-    "mxnet": "dlbench.backends.mxnet",
-}
 
 
 def load_family(framework: str, task: str) -> ModuleType:
     """The framework's model module for `task`: backends/<framework>/models/<task>.py."""
-    name = f"{_PACKAGES[framework]}.models.{task}"
+    name = f"{BACKENDS[framework][0]}.models.{task}"
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
-        from dlbench.core.bench import BackendUnavailable
-
         raise BackendUnavailable(
             f"framework={framework} model.task={task}: this framework has no {task} models yet "
             f"({name.replace('.', '/')}.py)"
@@ -79,10 +72,6 @@ class LayerRecord:
         if self.first_compute is None and not lookup:
             self.first_compute = seen
 
-    @property
-    def complete(self) -> bool:
-        return self.first is not None
-
     def facts(self) -> dict[str, Any]:
         """compute_dtype (the first computing layer's output dtype) and the first/last layers seen."""
         out: dict[str, Any] = {"compute_dtype": self.first_compute.dtype if self.first_compute else "unknown"}
@@ -108,10 +97,18 @@ class SpecBench:
         self.source: TimedSource | None = None
         self.in_memory: Any = None  # the MemorySource of an in-memory dataset (mode=converge evaluates on it)
         self.init = "framework default"  # how the initial weights were made (run fact `init`)
+        self.family: ModuleType | None = None
+
+    def load_family(self, framework: str) -> ModuleType:
+        """The framework's model module for this job's task (kept: open_source looks for its hooks)."""
+        self.family = load_family(framework, self.spec.task)
+        return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
-        dataset through `real()`, the framework's DALI adapter (imported only then: DALI is optional)."""
+        dataset through the family's `real_source(bench)` when its model module defines one (a task whose
+        data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
+        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`."""
         if self.job.dataset.name == "synthetic":
             source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         elif self.job.dataset.format in MEMORY_FORMATS:
@@ -119,7 +116,8 @@ class SpecBench:
 
             source = self.in_memory = MemorySource(self.job, self.spec, to_device)
         else:
-            source = ExplainedSource(real())
+            hook = getattr(self.family, "real_source", None)
+            source = ExplainedSource(hook(self) if hook is not None else real())
         self.source = TimedSource(source)
 
     def units(self) -> int:
@@ -128,13 +126,13 @@ class SpecBench:
     def data_wait_s(self) -> float:
         return self.source.wait_s if self.source else 0.0
 
-    def seed_weights(self, family: ModuleType, model: Any) -> None:
+    def seed_weights(self, model: Any) -> None:
         """mode=converge: put the run seed's initial weights in, where the family draws them framework-free
         (`load_seeded_weights(model, cfg, seed) -> bool`, e.g. the small CNN: identical in every framework);
         the caller has seeded its framework's RNG for the others."""
         if self.job.mode != "converge":
             return
-        seed, load = self.job.schedule.seed, getattr(family, "load_seeded_weights", None)
+        seed, load = self.job.schedule.seed, getattr(self.family, "load_seeded_weights", None)
         if load is not None and load(model, self.job.model, seed):
             self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
         else:

@@ -57,7 +57,7 @@ class Bench(Protocol):
     def precision_report(self) -> dict[str, Any]:
         """What numeric precision is really in effect, read from real layer outputs after a step.
         Keys: compute_dtype (required), first_layer, first_layer_dtype, last_layer, last_layer_dtype,
-        param_dtype, autocast, loss_scale, TF32 flags (dlbench.backends.probe)."""
+        param_dtype, autocast, loss_scale, TF32 flags (backends.skeleton.LayerRecord)."""
 
     def run_facts(self) -> dict[str, Any]:
         """How the run was set up apart from precision: optimizer, memory format, compiled / xla /

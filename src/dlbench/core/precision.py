@@ -49,10 +49,6 @@ class PrecisionPlan:
     tf32: bool
     input_dtype: str
 
-    @property
-    def reduced(self) -> bool:
-        return self.compute_dtype != FLOAT32
-
 
 def plan_precision(cfg: PrecisionLike, device_kind: str) -> PrecisionPlan:
     """The plan for `cfg` on a device of kind "cuda" (any GPU) or "cpu"."""

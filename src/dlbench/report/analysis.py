@@ -84,6 +84,11 @@ class Group:
         return f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
 
     @property
+    def unit(self) -> str:
+        """What the group's throughput counts (one model: one task, one unit)."""
+        return self.entries[0].job.unit if self.entries else "samples"
+
+    @property
     def slug(self) -> str:
         raw = f"{self.model}-{self.mode}" + (f"-{self.variant}" if self.variant else "")
         return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()
@@ -111,6 +116,7 @@ class Group:
                     "cpu_util": j.metric("cpu_util_mean"),
                     "energy_j_per_sample": j.metric("energy_j_per_sample"),
                     "warmup_s": j.metric("warmup_s"),
+                    "threads": j.threads,
                     "run_id": j.run_id,
                 }
             )
@@ -210,7 +216,21 @@ def analyze(jobs: list[JobRow]) -> Analysis:
         by_group.setdefault((model, mode, var), []).append(j)
     groups = [_group(model, mode, var, members) for (model, mode, var), members in sorted(by_group.items())]
     findings = [f for g in groups for f in _findings(g)]
-    return Analysis(groups, failed, findings, hidden)
+    return Analysis(groups, failed, findings, hidden, notes=_thread_notes(list(latest_ok.values())))
+
+
+def _thread_notes(jobs: list[JobRow]) -> list[str]:
+    """Say so when runs of one model and mode used different CPU thread counts: their tables are kept
+    apart (threads.* are variant params), so no sentence compares them."""
+    notes = []
+    for model, mode in sorted({(j.model, j.mode) for j in jobs}):
+        counts = sorted({j.threads for j in jobs if (j.model, j.mode) == (model, mode) and j.threads})
+        if len(counts) > 1:
+            notes.append(
+                f"{model} {mode}: runs used different CPU threads (intra/inter-op {', '.join(counts)}); "
+                "they are in separate tables and not compared with each other (set threads=N to compare)."
+            )
+    return notes
 
 
 def _group(model: str, mode: str, variant: str, jobs: list[JobRow]) -> Group:

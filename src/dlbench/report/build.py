@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.secrets import mask
 from dlbench.report import charts
 from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
 from dlbench.report.accuracy_render import accuracy_blocks
@@ -105,9 +106,9 @@ def build_report(
 
     title = selection.title
     md = out_dir / MARKDOWN
-    md.write_text(to_markdown(title, blocks), encoding="utf-8")
+    md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
-    page.write_text(to_html(title, blocks), encoding="utf-8")
+    page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
     return Report(out_dir, md, page, images, selection, analysis, accuracy)
 
 
@@ -119,8 +120,12 @@ def _subject(sel: Selection) -> str:
 
 def _table_note(analysis: Analysis) -> str:
     note = (
-        "Throughput: median of the timed windows, samples/s. × fp32: over the same framework at fp32. "
+        "Throughput: median of the timed windows, in the unit each table names (images/s, target tokens/s, "
+        "samples/s). Precision: as configured, with the compute dtype verified on real layer outputs. "
+        "× fp32: over the same framework at fp32. "
         "× fastest framework: over the fastest framework at the same precision. "
+        "CPU threads: intra-op/inter-op threads the framework reported using; runs are compared only at "
+        "equal counts. "
         f"{DASH}: not measured"
     )
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
@@ -156,4 +161,5 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) ->
         f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished, {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
     )
+    b.bullets.extend(analysis.notes)
     return b

@@ -17,6 +17,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from dlbench.converge import EVAL_FLAG_TAG, EVAL_METRIC_TAG
+from dlbench.core.secrets import mask
 
 PARENT_TAG = "mlflow.parentRunId"
 KIND_TAG = "dlbench.kind"
@@ -62,6 +63,10 @@ VARIANT_PARAMS = (
     "framework.xla",
     "framework.hybridize",
     "data.decode",
+    # CPU threads the framework reported using (threads.* params): runs at different counts are never
+    # compared with each other, so a framework left on one thread cannot lose to one given two.
+    "threads.intra_op",
+    "threads.inter_op",
 )
 NOT_VARIANT_MODEL_PARAMS = ("model.name", "model.task", "model.batch_size", "model.params", "model.gflops")
 UNIT_PARAM = "throughput_unit"  # the task's throughput unit, logged by the orchestrator
@@ -97,6 +102,7 @@ class JobRow:
     device: str | None = None
     gpu_name: str | None = None
     host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
+    threads: str | None = None  # "intra/inter-op" threads the framework reported, e.g. "2/2"
     converge: dict[str, str] = field(default_factory=dict)  # mode=converge: seed, metric, target, flag
 
     def metric(self, key: str) -> float:
@@ -141,7 +147,7 @@ class Selection:
 
 def list_hint(uri: str) -> str:
     """The command that lists what a store holds (quoted in every input error)."""
-    return f"python src/report.py --list --uri {uri}"
+    return f"python src/report.py --list --uri {mask(uri)}"
 
 
 def open_client(uri: str) -> MlflowClient:
@@ -264,6 +270,9 @@ def job_row(run: Run) -> JobRow:
         device=t.get("device"),
         gpu_name=t.get("gpu.gpu0_name"),
         host={k.removeprefix("host."): v for k, v in t.items() if k.startswith("host.")},
+        threads=f"{p['threads.intra_op']}/{p.get('threads.inter_op', '?')}"
+        if "threads.intra_op" in p
+        else None,
         converge=_converge_facts(p, t),
     )
 

@@ -64,7 +64,7 @@ class Block:
 
 def result_table(group: Group, show_spread: bool) -> Table:
     """The per-(model, mode) table as text cells; '–' wherever a metric was not logged."""
-    unit = group.entries[0].job.unit if group.entries else "samples"
+    unit = group.unit
     headers = ["framework", "precision", f"throughput ({unit}/s)", "p5–p95"]
     if show_spread:
         headers.append("repeat spread")
@@ -77,6 +77,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         "CPU util",
         f"energy (J/{unit.removesuffix('s')})",
         "warm-up (s)",
+        "CPU threads",
     ]
     rows = []
     for e in group.entries:
@@ -98,6 +99,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
             fmt(j.metric("cpu_util_mean"), ".0f", "%"),
             fmt(j.metric("energy_j_per_sample"), "#.3g"),
             fmt(j.metric("warmup_s"), ".2f"),
+            j.threads or DASH,
         ]
         rows.append(row)
     return Table(f"table-{group.slug}", "dlbench-table results", headers, rows)

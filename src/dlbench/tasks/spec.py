@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 FLOAT = "float"  # a TensorSpec dtype: floating point, in the job's precision (the plan decides the width)
-INT_DTYPES = ("int32", "int64")
 
 
 @dataclass

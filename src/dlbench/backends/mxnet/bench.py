@@ -12,7 +12,7 @@ from dlbench.backends.mxnet.losses import make_loss
 from dlbench.backends.mxnet.models import trainable_params
 from dlbench.backends.mxnet.optimizers import make_trainer
 from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
-from dlbench.backends.skeleton import SpecBench, load_family
+from dlbench.backends.skeleton import SpecBench
 from dlbench.config import JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch
 from dlbench.core.precision import plan_precision
@@ -100,11 +100,11 @@ class MXNetBench(SpecBench):
         self.prec = MXPrecision(plan, ctx, self.train, desc)
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             mx.random.seed(job.schedule.seed)
-        family = load_family("mxnet", self.spec.task)
+        family = self.load_family("mxnet")
         self._infer = getattr(family, "infer", None)
         net = family.build_model(job.model, train=self.train)
         family.initialize(net, job.model, ctx)
-        self.seed_weights(family, net)
+        self.seed_weights(net)
         if self.prec.param_name != "float32":
             cast_network(net, self.prec.param_name)
         self.hybridized = bool(job.framework.hybridize)

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench, load_family
+from dlbench.backends.skeleton import SpecBench
 from dlbench.backends.tensorflow.losses import make_loss
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
@@ -82,11 +82,11 @@ class TFBench(SpecBench):
         self._out: tf.Tensor | None = None
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             keras.utils.set_random_seed(job.schedule.seed)
-        family = load_family("tf", self.spec.task)
+        family = self.load_family("tf")
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
-            self.seed_weights(family, self.model)
+            self.seed_weights(self.model)
             self.probe = LayerProbe(self.model)
             self.loss_fn = make_loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
@@ -95,8 +95,11 @@ class TFBench(SpecBench):
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
-        self._step = tf.function(body, jit_compile=bool(job.framework.xla))
-        self._predict = tf.function(self._infer_step, jit_compile=bool(job.framework.xla))
+        # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
+        self._step = tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+        self._predict = tf.function(
+            self._infer_step, jit_compile=bool(job.framework.xla), reduce_retracing=True
+        )
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.backends.skeleton import SpecBench, load_family
+from dlbench.backends.skeleton import SpecBench
 from dlbench.backends.torch.losses import make_loss
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
@@ -40,9 +40,9 @@ class TorchBench(SpecBench):
         self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             torch.manual_seed(job.schedule.seed)
-        family = load_family("torch", self.spec.task)
+        family = self.load_family("torch")
         model = family.build_model(job.model)
-        self.seed_weights(family, model)
+        self.seed_weights(model)
         model = model.to(device=dev, dtype=self.prec.param_dtype)
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
