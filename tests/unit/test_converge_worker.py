@@ -19,7 +19,7 @@ AMP = {"name": "amp", "autocast": True, "dtype": "float16", "cpu_dtype": "bfloat
 THREADS = {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
 
-def converge_job(framework: str, precision: dict | None = None, seed: int = 1) -> JobConfig:
+def converge_job(framework: str, precision: dict | None = None) -> JobConfig:
     return JobConfig.from_dict(
         {
             "framework": {"name": framework},
@@ -34,7 +34,7 @@ def converge_job(framework: str, precision: dict | None = None, seed: int = 1) -
             "precision": precision or {"name": "fp32"},
             "mode": "converge",
             "device": "cpu",
-            "schedule": {"epochs": 2, "seed": seed, "batch_size": 32},
+            "schedule": {"epochs": 2, "seed": 1, "batch_size": 32},
         }
     )
 
@@ -45,7 +45,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, list[
     jobs = {fw: converge_job(fw) for fw, pkg in FRAMEWORKS.items() if importlib.util.find_spec(pkg)}
     if "torch" in jobs:
         jobs["torch-amp"] = converge_job("torch", AMP)
-        jobs["torch-seed2"] = converge_job("torch", seed=2)
     env = worker_env(**THREADS)
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
@@ -70,7 +69,7 @@ def test_each_framework_learns_and_reports_every_epoch(runs: dict) -> None:
         assert [w["samples"] for w in windows] == [640, 640]  # one timed window per epoch, 20 steps of 32
         done = next(e for e in result[1] if e["event"] == "done")
         facts = done["run"]
-        assert facts["seed"] == (2 if name.endswith("seed2") else 1) and facts["train_samples"] == 640
+        assert facts["seed"] == 1 and facts["train_samples"] == 640
         assert facts["init"].startswith("numpy from seed") and facts["eval_samples"] == 360
 
 
@@ -84,8 +83,6 @@ def test_same_seed_same_trajectory_across_frameworks(runs: dict) -> None:
     assert max(values) - min(values) <= 0.03, first
     losses = [e["train_loss"] for e in first.values()]
     assert max(losses) - min(losses) <= 0.05 * max(losses), first
-    if "torch-seed2" in runs:  # another seed: other weights and order, another trajectory
-        assert _epochs(runs["torch-seed2"])[0]["train_loss"] != first["torch"]["train_loss"]
 
 
 def test_amp_on_cpu_computes_in_bfloat16(runs: dict) -> None:
