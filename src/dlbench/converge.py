@@ -23,11 +23,13 @@ import numpy as np
 
 from dlbench import events
 from dlbench.eval.classification import top1_accuracy
+from dlbench.eval.ranking import hit_rate_at_10
 from dlbench.timing import timed_window
 
 # TaskSpec.metric -> (name in MLflow and the report, fn(outputs, labels) -> float, higher is better)
 METRICS: dict[str, tuple[str, Callable[[Any, np.ndarray], float]]] = {
     "top1": ("accuracy", top1_accuracy),
+    "hr@10": ("hr10", hit_rate_at_10),
 }
 EVAL_BATCH = 500  # held-out samples per predict call (memory only: the metric does not depend on it)
 EVAL_METRIC_TAG = "dlbench.eval_metric"

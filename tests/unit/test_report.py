@@ -459,7 +459,7 @@ def test_presets_compose():
         params = dict(synced.hydra.sweeper.params)
         assert params == {
             "framework": "tf,torch,mxnet",
-            "model": "resnet50,vgg16,resnet_cifar",
+            "model": "resnet50,vgg16,resnet_cifar,ncf",
             "precision": "fp32,amp",
             "mode": "train,infer",
         }
@@ -470,4 +470,4 @@ def test_presets_compose():
                 cfg = compose(config_name="config", overrides=["+experiment=synced2019", f"{key}={value}"])
                 if key == "model":
                     batch[value] = cfg.model.batch_size
-        assert batch == {"resnet50": 64, "vgg16": 64, "resnet_cifar": 128}
+        assert batch == {"resnet50": 64, "vgg16": 64, "resnet_cifar": 128, "ncf": 16384}

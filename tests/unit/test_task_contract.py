@@ -20,6 +20,7 @@ from dlbench.config import JobConfig
 from dlbench.data.synthetic import synthetic_batch
 from dlbench.tasks import TASKS, task_spec
 from dlbench.tasks.classification import ClassificationConfig
+from dlbench.tasks.recommendation import RecommendationConfig
 from dlbench.tasks.test_mlp import MLPConfig
 from tests.worker_jobs import run_snippet, run_worker, worker_env
 
@@ -34,6 +35,9 @@ TINY = {
         name="resnet_cifar", depth=8, image_size=32, num_classes=10, batch_size=2
     ),
     "test_mlp": MLPConfig(features=16, hidden=32, batch_size=8),
+    "recommendation": RecommendationConfig(
+        num_users=16, num_items=24, factors=8, mlp_layers=[16, 8], batch_size=10
+    ),
 }
 STEPS = 3
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
+from dlbench.data.movielens import check_movielens
 from dlbench.data.small_images import check_image_set
 
 FORMATS = ("folder", "tfrecord", "recordio")
@@ -72,6 +73,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
     so the worker reads exactly the folder checked here and MLflow records it.
     """
     ds = job.dataset
+    if ds.name == "movielens" or (job.model.task == "recommendation" and ds.name != "synthetic"):
+        return check_movielens(job)  # ratings, not images: data/movielens.py
     if ds.name == "synthetic":
         if job.mode == "data":
             raise ConfigError(
