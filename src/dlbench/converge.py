@@ -32,8 +32,6 @@ METRICS: dict[str, tuple[str, Callable[[Any, np.ndarray], float]]] = {
     "hr@10": ("hr10", hit_rate_at_10),
 }
 EVAL_BATCH = 500  # held-out samples per predict call (memory only: the metric does not depend on it)
-EVAL_METRIC_TAG = "dlbench.eval_metric"
-EVAL_FLAG_TAG = "dlbench.eval_flag"  # "non-finite": a loss or metric of some epoch was NaN or inf
 
 
 def evaluate(bench: Any, score: Callable[[Any, np.ndarray], float]) -> float:

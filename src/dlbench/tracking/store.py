@@ -19,9 +19,9 @@ from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
 from dlbench.config import ConfigError
+from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import mask
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SQLITE = "sqlite:///"
 LOCK_TIMEOUT_S = 600
 
