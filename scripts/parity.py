@@ -5,7 +5,7 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,small_cnn] [--frameworks torch,tf,mxnet]
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300,transformer,small_cnn] [--frameworks torch,tf,mxnet]
        [--image-size N]   (image models; default: each model's own size from conf/model)
 """
 
@@ -76,7 +76,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf,small_cnn")
+    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf,ssd300,small_cnn")
     parser.add_argument("--frameworks", default=",".join(BACKENDS))
     parser.add_argument("--image-size", type=int, default=None)
     args = parser.parse_args()
@@ -95,7 +95,13 @@ def main() -> int:
         cells = "".join(
             f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.6g}" for fw in table
         )
-        size = f"{spec['image_size']}px" if "image_size" in spec else "ids"
+        size = (
+            f"{spec['image_size']}px"
+            if "image_size" in spec
+            else f"len {spec['max_len']}"
+            if "max_len" in spec
+            else "ids"
+        )
         print(f"{model:<14}{size:>10}" + cells)
     problems = check(table, models)
     for p in problems:

@@ -476,7 +476,7 @@ def test_presets_compose():
         params = dict(synced.hydra.sweeper.params)
         assert params == {
             "framework": "tf,torch,mxnet",
-            "model": "resnet50,vgg16,resnet_cifar,ncf",
+            "model": "resnet50,vgg16,resnet_cifar,ncf,ssd300,transformer",
             "precision": "fp32,amp",
             "mode": "train,infer",
         }
@@ -487,4 +487,11 @@ def test_presets_compose():
                 cfg = compose(config_name="config", overrides=["+experiment=synced2019", f"{key}={value}"])
                 if key == "model":
                     batch[value] = cfg.model.batch_size
-        assert batch == {"resnet50": 64, "vgg16": 64, "resnet_cifar": 128, "ncf": 16384}
+        assert batch == {
+            "resnet50": 64,
+            "vgg16": 64,
+            "resnet_cifar": 128,
+            "ncf": 16384,
+            "ssd300": 32,
+            "transformer": 64,
+        }

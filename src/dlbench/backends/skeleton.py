@@ -8,7 +8,7 @@ precision translation, model building, the step, sync and memory.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -34,6 +34,12 @@ def load_family(framework: str, task: str) -> ModuleType:
         ) from None
 
 
+def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
+    """Run facts a model family reports about the network it built (`run_facts(model)`, optional)."""
+    report = getattr(family, "run_facts", None)
+    return dict(report(model)) if report is not None else {}
+
+
 class FixedSource:
     """The synthetic source: one batch put on the device once and handed out at every step."""
 
@@ -45,6 +51,28 @@ class FixedSource:
 
     def close(self) -> None:
         self.batch = None
+
+
+class HostSource:
+    """A task's own host batches (TaskSpec.batches), each put on the device when the step asks for it:
+    the shapes and unit counts may change from step to step."""
+
+    def __init__(self, batches: Iterator[HostBatch], to_device: Callable[[HostBatch], Batch]) -> None:
+        self.batches, self.to_device = batches, to_device
+        self.samples = self.units = 0  # rows (e.g. sentences) and units (e.g. target tokens) handed out
+
+    def next(self) -> Batch:
+        host = next(self.batches)
+        self.samples += len(next(iter(host.inputs.values())))
+        self.units += host.units
+        return self.to_device(host)
+
+    def facts(self) -> dict[str, Any]:
+        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x it)."""
+        return {"samples_per_unit": round(self.samples / self.units, 6)} if self.units else {}
+
+    def close(self) -> None:
+        self.batches = iter(())
 
 
 @dataclass(frozen=True)
@@ -92,8 +120,9 @@ class SpecBench:
     def __init__(self, job: JobConfig) -> None:
         self.job = job
         self.spec = task_spec(job.model)
-        self.unit = self.spec.unit
         self.train = job.mode in ("train", "converge")
+        self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
+        self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
         self.in_memory: Any = None  # the MemorySource of an in-memory dataset (mode=converge evaluates on it)
         self.init = "framework default"  # how the initial weights were made (run fact `init`)
@@ -108,9 +137,12 @@ class SpecBench:
         """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
         dataset through the family's `real_source(bench)` when its model module defines one (a task whose
         data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
-        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`."""
-        if self.job.dataset.name == "synthetic":
-            source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
+        A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
+        if self.spec.batches is not None:
+            source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
+        elif self.job.dataset.name == "synthetic":
+            source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI
             from dlbench.data.movielens import MovieLensSource
 
@@ -144,6 +176,8 @@ class SpecBench:
 
     def run_facts(self) -> dict[str, Any]:
         facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+        inner = getattr(self.source, "source", None)
+        facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
         if self.job.mode == "converge":
             facts["init"] = self.init
         return facts | (self.in_memory.facts() if self.in_memory is not None else {})

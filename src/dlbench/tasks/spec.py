@@ -5,7 +5,7 @@ parity check and FLOP counts read its inputs; the report reads its unit. No fram
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,11 @@ class TaskSpec:
     unit        the throughput unit: "images", "target tokens", "samples"
     count_units how many units a batch holds, from its host (numpy) arrays keyed by input/target name
     axes        size of each variable-length axis for synthetic batches and FLOP counts
+    synthetic_targets  optional (rng, batch_size) -> {target name: array}: targets that must be made
+                like real ones rather than drawn at random (SSD's boxes encoded to the default boxes)
+    batches     optional (job, spec) -> iterator of HostBatch: a task whose batches vary step to step
+                (token-count batches of translation) makes them itself, for synthetic and real data
+    infer_unit  optional unit of an inference step when it differs (translation: "generated tokens")
     """
 
     task: str
@@ -123,6 +128,9 @@ class TaskSpec:
     count_units: Callable[[Mapping[str, np.ndarray]], int] = count_batch
     loss_args: dict[str, Any] = field(default_factory=dict)
     axes: dict[str, int] = field(default_factory=dict)
+    synthetic_targets: Callable[[np.random.Generator, int], dict[str, np.ndarray]] | None = None
+    batches: Callable[[Any, TaskSpec], Iterator[Any]] | None = None
+    infer_unit: str | None = None
 
     def sample_shape(self, tensor: TensorSpec) -> tuple[int, ...]:
         """The per-sample shape with every variable-length axis at its synthetic size."""

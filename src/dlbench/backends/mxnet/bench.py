@@ -12,7 +12,7 @@ from dlbench.backends.mxnet.losses import make_loss
 from dlbench.backends.mxnet.models import trainable_params
 from dlbench.backends.mxnet.optimizers import make_trainer
 from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
-from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.config import JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch
 from dlbench.core.precision import plan_precision
@@ -113,6 +113,7 @@ class MXNetBench(SpecBench):
             net.hybridize(static_alloc=True, static_shape=True)
             self.loss_fn.hybridize(static_alloc=True, static_shape=True)
         self.net = net
+        self.family_facts = family_facts(family, net)
         self.probe = LayerProbe(net, list(self.spec.inputs))
         self.trainer = None
         if self.train:
@@ -143,9 +144,10 @@ class MXNetBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.mxnet.dali_source import DaliSource
+        from dlbench.backends.mxnet.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self.ctx, self.prec.plan.input_dtype)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self.ctx, self.prec.plan.input_dtype)
 
     def _batch(self) -> Batch:
         batch = self._cast_inputs(self.source.next())
@@ -185,7 +187,8 @@ class MXNetBench(SpecBench):
                 outs = tuple(mx.nd.amp_cast(o, dtype=np.float32) for o in outs)
             loss = self.loss_fn(*outs, *batch.targets)
         self.prec.backward(loss)
-        self.trainer.step(self.job.batch_size)
+        # a loss that is already its batch's mean (e.g. per target token) is not divided again
+        self.trainer.step(1 if getattr(self.loss_fn, "normalized", False) else self.job.batch_size)
         self._loss = loss
 
     def sync(self) -> None:

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.tensorflow.losses import make_loss
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
@@ -87,6 +87,7 @@ class TFBench(SpecBench):
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
             self.seed_weights(self.model)
+            self.family_facts = family_facts(family, self.model)
             self.probe = LayerProbe(self.model)
             self.loss_fn = make_loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
@@ -95,10 +96,17 @@ class TFBench(SpecBench):
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
             self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
+        # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
         # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
-        self._step = tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
-        self._predict = tf.function(
-            self._infer_step, jit_compile=bool(job.framework.xla), reduce_retracing=True
+        eager = not self.train and getattr(self._infer, "eager", False)
+        self._step = (
+            body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+        )
+        # mode=converge's evaluation (predict) runs the inference step, traced unless `infer` is eager
+        self._predict = (
+            self._infer_step
+            if getattr(self._infer, "eager", False)
+            else tf.function(self._infer_step, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         )
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
@@ -117,9 +125,10 @@ class TFBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.tensorflow.dali_source import DaliSource
+        from dlbench.backends.tensorflow.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self._tf_device, self.prec.plan.input_dtype)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self._tf_device, self.prec.plan.input_dtype)
 
     def _cast(self, inputs: tuple) -> tuple:
         # no-op unless a data source feeds floats in another dtype than the model's variables

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.backends.torch.losses import make_loss
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
@@ -47,6 +47,7 @@ class TorchBench(SpecBench):
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
         self.model = model
+        self.family_facts = family_facts(family, model)
         self.probe = LayerProbe(model)
         fw = job.framework
         self.run_model = torch.compile(model, mode=fw.compile_mode) if fw.compile else model
@@ -78,9 +79,10 @@ class TorchBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.torch.dali_source import DaliSource
+        from dlbench.backends.torch.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self.dev, self.memory_format, self.prec)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self.dev, self.memory_format, self.prec)
 
     # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:

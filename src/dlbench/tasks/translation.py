@@ -1,0 +1,86 @@
+"""Machine translation with the Transformer (Vaswani et al. 2017): source and target ids in, logits over
+the shared vocabulary out, label-smoothed cross-entropy, Adam with the paper's inverse-square-root
+warm-up, measured in target tokens per second (fairseq's / DeepLearningExamples' unit), sentences per
+second beside it. Batches are formed by token count, so their shapes and unit counts vary step to step:
+the task makes its own host batches (data/translation_source.py) for synthetic and real data alike.
+Inference is greedy decoding (backends/<fw>/models/translation.py `infer`), counted in generated tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlbench.core.transformer import PAD, SIZES, TransformerSize, peak_lr, size
+from dlbench.data.token_batches import FIRST_ID
+from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
+
+LENGTHS = ("lognormal", "fixed")
+WARMUP = 4000
+
+
+@dataclass
+class TranslationConfig(ModelConfig):
+    """conf/model/transformer.yaml (Hydra schema `translation_schema`)."""
+
+    name: str = "transformer"
+    task: str = "translation"
+    size: str = "base"  # tiny | base | big (dlbench.core.transformer.SIZES)
+    vocab: int = 32000  # shared source/target vocabulary (real data: the BPE model is trained to this size)
+    batch_tokens: int = 5120  # tokens per batch (DLE: 5,120 per GPU); 0 = model.batch_size sentences
+    batch_size: int = 64  # sentences per batch when batch_tokens is 0
+    lengths: str = "lognormal"  # synthetic sentence lengths: lognormal (measured shape) | fixed (= max_len)
+    max_len: int = 64  # longest sentence kept (tokens); synthetic fixed length; FLOP-count length
+    dropout: float = 0.1
+
+    def check(self) -> list[tuple[bool, str]]:
+        return [
+            *super().check(),
+            (self.size in SIZES, f"model.size={self.size}: choose one of {', '.join(SIZES)}"),
+            (self.vocab > FIRST_ID, f"model.vocab={self.vocab}: must be more than {FIRST_ID}"),
+            (
+                self.batch_tokens >= 0,
+                f"model.batch_tokens={self.batch_tokens}: use 0 (batch by sentences) or more",
+            ),
+            (self.lengths in LENGTHS, f"model.lengths={self.lengths}: choose one of {', '.join(LENGTHS)}"),
+            (self.max_len >= 2, f"model.max_len={self.max_len}: must be 2 or more"),
+            (
+                self.batch_tokens == 0 or self.batch_tokens > self.max_len,
+                f"model.batch_tokens={self.batch_tokens}: must exceed model.max_len={self.max_len}",
+            ),
+            (0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout}: must be in [0, 1)"),
+        ]
+
+
+def model_size(cfg: TranslationConfig) -> TransformerSize:
+    """The network's hyper-parameters: the named size with this config's vocabulary and dropout."""
+    return size(cfg.size, vocab=cfg.vocab, dropout=cfg.dropout)
+
+
+def spec(cfg: TranslationConfig) -> TaskSpec:
+    from dlbench.data.translation_source import translation_batches
+
+    def ids(axis: str) -> TensorSpec:
+        return TensorSpec((axis,), "int32", FIRST_ID, cfg.vocab)
+
+    d_model = SIZES[cfg.size].d_model if cfg.size in SIZES else 512
+    return TaskSpec(
+        task="translation",
+        inputs={"src": ids("src_len"), "tgt_in": ids("tgt_len")},
+        targets={"tgt_out": ids("tgt_len")},
+        loss="label_smoothed_cross_entropy",
+        loss_args={"smoothing": 0.1, "ignore_index": PAD},
+        metric="bleu",
+        optimizer=OptimizerSpec(
+            "adam",
+            lr=peak_lr(d_model, WARMUP),
+            betas=(0.9, 0.98),
+            eps=1e-9,
+            warmup_steps=WARMUP,
+            decay="inverse_sqrt",
+        ),  # fmt: skip
+        unit="target tokens",
+        count_units=count_nonzero("tgt_out"),
+        axes={"src_len": cfg.max_len, "tgt_len": cfg.max_len},
+        batches=translation_batches,
+        infer_unit="generated tokens",
+    )

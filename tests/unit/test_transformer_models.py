@@ -1,0 +1,225 @@
+"""The Transformer is one network in torch, Keras and Gluon: equal parameter counts at base size, the
+same logits, loss and greedy translations for the same (neutral) weights on the tiny size.
+
+Each framework runs in its own subprocess (they never share one) and writes its outputs to an .npz;
+the comparisons happen here, with numpy only."""
+
+from __future__ import annotations
+
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlbench.core.transformer import BOS, EOS, PAD, SIZES, param_count, random_weights, size, weight_shapes
+from tests.worker_jobs import run_snippet, worker_env
+
+MAX_LEN = 12
+
+# The same inputs for every framework: right-padded source, a target with padding, labels shifted.
+_INPUTS = """
+import json, sys
+import numpy as np
+from dlbench.core.transformer import BOS, PAD, param_count, random_weights, size, weight_shapes
+tiny = size("tiny")
+rng = np.random.default_rng(0)
+src = rng.integers(4, tiny.vocab, (3, 7)).astype("int32"); src[0, 5:] = PAD
+tgt = rng.integers(4, tiny.vocab, (3, 6)).astype("int32"); tgt[:, 0] = BOS; tgt[1, 4:] = PAD
+labels = np.concatenate([tgt[:, 1:], np.zeros((3, 1), "int32")], 1)
+weights = random_weights(tiny)
+out = {}
+"""
+
+_SNIPPETS = {
+    "torch": """
+import torch
+from dlbench.backends.torch.models.translation import (
+    ATTENTION, build_transformer, label_smoothed_ce, load_neutral, neutral_weights)
+base = build_transformer(**size("base").kwargs())
+out["params"] = sum(p.numel() for p in base.parameters())
+out["names"] = sorted(neutral_weights(base)) == sorted(weight_shapes(size("base")))
+m = build_transformer(**tiny.kwargs()).eval()
+load_neutral(m, weights)
+T = lambda a: torch.from_numpy(a).long()
+with torch.no_grad():
+    logits = m(T(src), T(tgt))
+    loss = float(label_smoothed_ce(logits, T(labels)))
+    ids = m.translate(T(src), MAX_LEN)
+    out["check_every_same"] = bool(np.array_equal(m.translate(T(src), MAX_LEN, check_every=5), ids))
+    prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
+    forced = m(T(src), T(prefix)).argmax(-1).numpy()
+arrays = dict(logits=logits.numpy(), ids=ids, forced=forced)
+out["attention"] = ATTENTION
+# one plain SGD step at lr 1 without dropout: the weight change is minus the gradient
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0}).train()
+load_neutral(m, weights)
+label_smoothed_ce(m(T(src), T(tgt)), T(labels)).backward()
+torch.optim.SGD(m.parameters(), lr=1.0).step()
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
+""",
+    "tf": """
+from keras import ops
+from dlbench.backends.tensorflow.models.translation import (
+    ATTENTION, build_transformer, label_smoothed_ce, load_neutral, neutral_weights)
+base = build_transformer(**size("base").kwargs())
+out["params"] = sum(int(np.prod(w.shape)) for w in base.trainable_weights)
+out["names"] = sorted(neutral_weights(base)) == sorted(weight_shapes(size("base")))
+m = build_transformer(**tiny.kwargs())
+load_neutral(m, weights)
+logits = m((src, tgt))
+loss = float(label_smoothed_ce(logits, labels))
+ids = m.translate(src, MAX_LEN)
+prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1).astype("int32")
+forced = ops.convert_to_numpy(ops.argmax(m((src, prefix)), -1))
+arrays = dict(logits=ops.convert_to_numpy(logits), ids=ids, forced=forced)
+out["attention"] = ATTENTION
+import keras, tensorflow as tf
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
+load_neutral(m, weights)
+with tf.GradientTape() as tape:
+    loss_t = label_smoothed_ce(m((src, tgt), training=True), labels)
+grads = tape.gradient(loss_t, m.trainable_variables)
+keras.optimizers.SGD(1.0).apply_gradients(zip(grads, m.trainable_variables))
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
+""",
+    "mxnet": """
+from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.models.translation import (
+    attention_impl, build_transformer, label_smoothed_ce, load_neutral, neutral_weights, trainable_count)
+base = build_transformer(**size("base").kwargs())
+out["params"] = trainable_count(base)
+out["names"] = sorted(neutral_weights(base)) == sorted(weight_shapes(size("base")))
+A = lambda a: mx.nd.array(a, dtype="int32")
+arrays = {}
+for fused in (True, False):
+    m = build_transformer(fused_attention=fused, **tiny.kwargs())
+    load_neutral(m, weights)
+    tag = "" if fused else "_unfused"
+    out["attention" + tag] = attention_impl(m)
+    m.hybridize()
+    logits = m(A(src), A(tgt))
+    if fused:
+        loss = float(label_smoothed_ce(mx.nd, logits, A(labels)).asscalar())
+    ids = m.translate(A(src), MAX_LEN)
+    prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
+    arrays.update({"logits" + tag: logits.asnumpy(), "ids" + tag: ids,
+                   "forced" + tag: m(A(src), A(prefix)).argmax(axis=-1).asnumpy()})
+m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
+load_neutral(m, weights)
+m.hybridize()
+trainer = mx.gluon.Trainer(m.collect_params(), "sgd", {"learning_rate": 1.0})
+with mx.autograd.record():
+    loss_t = label_smoothed_ce(mx.nd, m(A(src), A(tgt)), A(labels))
+loss_t.backward()
+trainer.step(1)
+arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
+""",
+}
+
+_SAVE = """
+out["loss"] = loss
+np.savez(OUT, **arrays)
+print("STATS " + json.dumps(out))
+"""
+
+
+def _run(framework: str, tmp: Path) -> tuple[dict, dict]:
+    path = tmp / f"{framework}.npz"
+    script = "\n".join(
+        [f"MAX_LEN = {MAX_LEN}\nOUT = {str(path)!r}", textwrap.dedent(_INPUTS), _SNIPPETS[framework], _SAVE]
+    )
+    env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+    stats = run_snippet(script, env)
+    return stats, dict(np.load(path))
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
+    tmp = tmp_path_factory.mktemp("transformer")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {fw: pool.submit(_run, fw, tmp) for fw in _SNIPPETS}
+        return {fw: f.result() for fw, f in futures.items()}
+
+
+def test_base_size_has_60522496_parameters_in_every_framework(outputs):
+    assert param_count(SIZES["base"]) == 60_522_496
+    for fw, (stats, _) in outputs.items():
+        assert stats["params"] == 60_522_496, fw
+        assert stats["names"], f"{fw}: its weights do not map one-to-one onto the neutral names"
+
+
+def test_same_weights_give_the_same_logits_and_loss(outputs):
+    ref_stats, ref = outputs["torch"]
+    for fw in ("tf", "mxnet"):
+        stats, arrays = outputs[fw]
+        np.testing.assert_allclose(arrays["logits"], ref["logits"], atol=2e-4, rtol=1e-4, err_msg=fw)
+        assert stats["loss"] == pytest.approx(ref_stats["loss"], abs=1e-4), fw
+    # MXNet's batch_dot fallback computes the same attention as its interleaved kernels
+    mx_arrays = outputs["mxnet"][1]
+    np.testing.assert_allclose(mx_arrays["logits_unfused"], mx_arrays["logits"], atol=2e-4, rtol=1e-4)
+
+
+def test_loss_is_label_smoothed_cross_entropy_over_non_pad_labels(outputs):
+    """The frameworks' loss against the formula written in numpy on torch's logits."""
+    stats, arrays = outputs["torch"]
+    rng = np.random.default_rng(0)  # the snippet's inputs, regenerated
+    tiny = size("tiny")
+    rng.integers(4, tiny.vocab, (3, 7))
+    tgt = rng.integers(4, tiny.vocab, (3, 6)).astype("int32")
+    tgt[:, 0], tgt[1, 4:] = BOS, PAD
+    labels = np.concatenate([tgt[:, 1:], np.zeros((3, 1), "int32")], 1)
+    z = arrays["logits"].astype(np.float64)
+    logp = z - z.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(logp, labels[..., None], -1)[..., 0]
+    per_token = 0.9 * nll + 0.1 * (-logp.mean(-1))
+    keep = labels != PAD
+    assert keep.sum() < labels.size  # the batch really has padding to ignore
+    assert stats["loss"] == pytest.approx(per_token[keep].mean(), rel=1e-5)
+
+
+def test_one_training_step_gives_the_same_gradients(outputs):
+    """Backward through each framework's attention, norms, tied embedding and loss agrees: a plain SGD
+    step at learning rate 1 (dropout off) changes every neutral weight by the same -gradient."""
+    ref = {k: v for k, v in outputs["torch"][1].items() if k.startswith("grad:")}
+    assert len(ref) == len(weight_shapes(size("tiny")))
+    assert all(np.abs(g).max() > 0 for g in ref.values())  # every tensor takes part
+    for fw in ("tf", "mxnet"):
+        arrays = outputs[fw][1]
+        for name, g in ref.items():
+            np.testing.assert_allclose(arrays[name], g, atol=2e-5, rtol=1e-3, err_msg=f"{fw} {name}")
+
+
+def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
+    ref = outputs["torch"][1]["ids"]
+    assert ref.shape == (3, MAX_LEN) and (ref >= 0).all()
+    assert len(np.unique(ref)) > 1
+    for fw in ("tf", "mxnet"):
+        np.testing.assert_array_equal(outputs[fw][1]["ids"], ref, err_msg=fw)
+    np.testing.assert_array_equal(outputs["mxnet"][1]["ids_unfused"], ref)
+    assert outputs["torch"][0]["check_every_same"]
+
+
+def test_cached_decoding_equals_teacher_forcing_on_its_own_output(outputs):
+    """Each decoded token is the argmax the full (uncached) decoder gives for the decoded prefix, so
+    the key/value caches hold exactly what recomputation would."""
+    for fw, (_, arrays) in outputs.items():
+        for tag in ("", "_unfused") if fw == "mxnet" else ("",):
+            ids, forced = arrays["ids" + tag], arrays["forced" + tag]
+            live = np.cumsum(ids == EOS, 1) - (ids == EOS) == 0  # up to and including the first EOS
+            np.testing.assert_array_equal(forced[live], ids[live], err_msg=fw + tag)
+
+
+def test_each_framework_names_its_attention_kernels(outputs):
+    assert "scaled_dot_product_attention" in outputs["torch"][0]["attention"]
+    assert "dot_product_attention" in outputs["tf"][0]["attention"]
+    assert "interleaved_matmul" in outputs["mxnet"][0]["attention"]
+    assert "batch_dot" in outputs["mxnet"][0]["attention_unfused"]
+
+
+def test_random_weights_cover_every_neutral_name():
+    tiny = size("tiny")
+    weights = random_weights(tiny)
+    assert {k: v.shape for k, v in weights.items()} == weight_shapes(tiny)

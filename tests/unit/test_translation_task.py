@@ -1,0 +1,96 @@
+"""The translation task without a framework: its spec, its config checks, and the host batches it makes
+for synthetic data and a two-file corpus (units counted per batch: target tokens / generated tokens)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dlbench.config import ConfigError, JobConfig
+from dlbench.core.transformer import BOS, EOS, PAD
+from dlbench.data.parallel_text import CorpusMissing, write_pairs
+from dlbench.data.translation_source import check_corpus, languages, translation_batches
+from dlbench.tasks import task_spec
+from dlbench.tasks.translation import TranslationConfig
+
+
+def _job(mode: str = "train", dataset: dict | None = None, **model) -> JobConfig:
+    cfg = {"size": "tiny", "vocab": 100, "max_len": 16, **model}
+    job = JobConfig.from_dict({"model": {**TranslationConfig(**cfg).__dict__}, "dataset": dataset or {}})
+    job.mode = mode
+    return job
+
+
+def test_spec_counts_target_tokens_in_training_and_generated_tokens_in_inference():
+    spec = task_spec(TranslationConfig(size="base"))
+    assert (spec.unit, spec.infer_unit, spec.loss, spec.metric) == (
+        "target tokens", "generated tokens", "label_smoothed_cross_entropy", "bleu"
+    )  # fmt: skip
+    assert list(spec.inputs) == ["src", "tgt_in"] and list(spec.targets) == ["tgt_out"]
+    assert spec.loss_args == {"smoothing": 0.1, "ignore_index": PAD}
+    assert spec.count_units({"tgt_out": np.array([[5, 6, EOS, PAD], [7, EOS, PAD, PAD]])}) == 5
+
+
+def test_token_batches_vary_and_count_real_target_tokens():
+    batches = list(itertools.islice(translation_batches(_job(batch_tokens=512, max_len=64), None), 12))
+    assert len({b.inputs["src"].shape for b in batches}) > 1  # shapes vary step to step
+    for b in batches:
+        labels = b.targets["tgt_out"]
+        assert b.units == np.count_nonzero(labels) < labels.size or b.units == labels.size
+        assert b.inputs["tgt_in"].shape == labels.shape and (b.inputs["tgt_in"][:, 0] == BOS).all()
+        assert max(b.inputs["src"].shape[1], labels.shape[1]) * len(labels) <= 512
+        assert labels.max() < 100 and b.inputs["src"].shape[1] <= 64
+
+
+def test_fixed_lengths_by_sentences_and_infer_units():
+    train = next(translation_batches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None))
+    assert train.inputs["src"].shape == (3, 16) and train.units == 3 * 16
+    infer = next(translation_batches(_job("infer", batch_tokens=0, batch_size=3, lengths="fixed"), None))
+    assert infer.units == 3 * infer.inputs["tgt_in"].shape[1]  # every sentence decodes the target length
+
+
+def test_config_checks_are_one_line_each():
+    bad = TranslationConfig(size="huge", lengths="uniform", batch_tokens=8, max_len=64)
+    messages = [m for ok, m in bad.check() if not ok]
+    assert any("model.size=huge" in m for m in messages)
+    assert any("model.lengths=uniform" in m for m in messages)
+    assert any("model.batch_tokens=8" in m for m in messages)
+    assert all("\n" not in m for m in messages)
+
+
+def test_parallel_text_corpus_is_read_through_bpe(tmp_path):
+    rng = np.random.default_rng(0)
+    words = ["casa", "perro", "gato", "agua", "sol", "mar"], ["house", "dog", "cat", "water", "sun", "sea"]
+    pairs = []
+    for _ in range(300):
+        idx = rng.integers(0, 6, rng.integers(2, 7))
+        pairs.append((" ".join(words[0][i] for i in idx), " ".join(words[1][i] for i in idx)))
+    write_pairs(tmp_path, pairs, "es", "en", "train")
+    job = _job(dataset={"name": "toy_es_en", "path": str(tmp_path), "format": "parallel_text"}, vocab=40)
+    assert check_corpus(job)["dataset.languages"] == "es-en"
+    batch = next(translation_batches(job, None))
+    assert (tmp_path / "bpe40.model").is_file()
+    assert 3 < batch.inputs["src"].max() < 40 and batch.units == np.count_nonzero(batch.targets["tgt_out"])
+
+
+def test_missing_corpus_and_bad_names_are_one_line(tmp_path):
+    job = _job(dataset={"name": "bible_es_en", "path": str(tmp_path / "none"), "format": "parallel_text"})
+    with pytest.raises(CorpusMissing) as err:
+        check_corpus(job)
+    assert "prepare_translation.py" in str(err.value) and "apt-get install" in str(err.value)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="<corpus>_<src>_<tgt>"):
+        languages("bible")
+
+
+def test_host_source_counts_samples_per_unit():
+    from dlbench.backends.skeleton import HostSource
+
+    source = HostSource(
+        translation_batches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None), lambda h: h
+    )
+    for _ in range(4):
+        source.next()
+    assert source.facts() == {"samples_per_unit": round(1 / 16, 6)}  # 3 sentences of 15 tokens + EOS
