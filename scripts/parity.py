@@ -5,7 +5,7 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300,transformer] [--frameworks torch,tf,mxnet]
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300,transformer,small_cnn] [--frameworks torch,tf,mxnet]
        [--image-size N]   (image models; default: each model's own size from conf/model)
 """
 
@@ -76,7 +76,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf,ssd300")
+    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf,ssd300,small_cnn")
     parser.add_argument("--frameworks", default=",".join(BACKENDS))
     parser.add_argument("--image-size", type=int, default=None)
     args = parser.parse_args()

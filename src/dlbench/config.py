@@ -18,7 +18,9 @@ from dlbench.tasks.classification import ClassificationConfig
 from dlbench.tasks.spec import ModelConfig
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
-MODES = ("train", "infer", "data")
+MODES = ("train", "infer", "data", "converge")
+# dataset.format of the small datasets read whole into memory (data/small_images.py), the data of mode=converge
+MEMORY_FORMATS = ("idx", "sklearn")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -75,7 +77,10 @@ class DatasetConfig:
     path: str | None = None
     format: str | None = None  # folder | tfrecord | recordio (real datasets)
     path_env: str | None = None  # environment variable that supplies path when path is null
-    num_samples: int | None = None  # null = all the files found
+    num_samples: int | None = (
+        None  # null = all the files found (in-memory datasets: the first N training samples)
+    )
+    eval_samples: int | None = None  # in-memory datasets: the first N held-out samples (null = all)
 
 
 @dataclass
@@ -90,6 +95,7 @@ class DataConfig:
     num_shards: int = 1
     skip_corrupt: bool = False  # true: skip and count undecodable images instead of failing
     seed: int = 42
+    hflip: bool = False  # in-memory datasets: mirror each image left-right with probability 1/2 (seeded)
 
 
 @dataclass
@@ -109,6 +115,13 @@ class ScheduleConfig:
     windows: int = 10
     batch_size: int | None = None  # null = model.batch_size
     repeats: int = 1
+    # mode=converge (docs/architecture.md, "Accuracy"): passes over the training split, the held-out metric
+    # to reach (epochs and seconds to it are logged), and the seed of data order, augmentation and initial
+    # weights; `seeds` runs the job once per seed, each its own MLflow run (empty = [seed]).
+    epochs: int = 1
+    target: float | None = None
+    seed: int = 0
+    seeds: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -211,6 +224,24 @@ def validate(job: JobConfig) -> None:
         (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
         (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
+        (job.schedule.epochs >= 1, "schedule.epochs: must be 1 or more"),
+        (
+            job.mode != "converge" or job.schedule.repeats == 1,
+            "schedule.repeats: mode=converge repeats a training once per seed; use schedule.seeds=[...] instead",
+        ),
+        (
+            min([job.schedule.seed, *job.schedule.seeds]) >= 0,
+            f"schedule.seeds={job.schedule.seeds or [job.schedule.seed]}: seeds must be 0 or more",
+        ),
+        (
+            job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
+            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist or "
+            f"dataset=digits (not dataset={job.dataset.name})",
+        ),
+        (
+            job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,
+            f"mode=data measures the DALI input pipeline; dataset={job.dataset.name} is read into memory",
+        ),
         (
             job.telemetry.interval_s > 0,
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
@@ -240,7 +271,12 @@ def validate(job: JobConfig) -> None:
         if not ok:
             raise ConfigError(message)
     d = job.dataset
-    if d.name != "synthetic" and not d.path and not (d.path_env and os.environ.get(d.path_env)):
+    if (
+        d.name != "synthetic"
+        and d.format not in MEMORY_FORMATS
+        and not d.path
+        and not (d.path_env and os.environ.get(d.path_env))
+    ):
         hint = f" or set ${d.path_env}" if d.path_env else ""
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 

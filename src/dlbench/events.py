@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 # The event names live with every other shared name; re-exported here because they are the protocol's.
-from dlbench.core.names import BUILT, DONE, ERROR, HELLO, WARMUP_DONE, WARMUP_STEP, WINDOW  # noqa: F401
+from dlbench.core.names import BUILT, DONE, EPOCH, ERROR, HELLO, WARMUP_DONE, WARMUP_STEP, WINDOW  # noqa: F401
 
 
 class EventWriter:

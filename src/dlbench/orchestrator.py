@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +60,28 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
         tally.add(ctx.label, "FAILED", job.fail_fast)
         return "FAILED"
     try:
-        status = JobRunner(job, ctx, data_facts).run()
+        statuses = [JobRunner(j, c, data_facts).run() for j, c in per_seed(job, ctx)]
+        status = next((s for s in statuses if s != "FINISHED"), "FINISHED")
     except StoreError as exc:  # every later job would fail the same way
         log.error("%s: %s", ctx.label, exc)
         status, tally.abort = "FAILED", True
     tally.add(ctx.label, status, job.fail_fast)
     return status
+
+
+def per_seed(job: JobConfig, ctx: JobContext) -> list[tuple[JobConfig, JobContext]]:
+    """mode=converge with `schedule.seeds`: the job once per seed, each its own MLflow run (param
+    schedule.seed) and output folder, so the report averages runs that differ only in their seed."""
+    if job.mode != "converge" or not job.schedule.seeds:
+        return [(job, ctx)]
+    out = []
+    for seed in job.schedule.seeds:
+        one = JobConfig.from_dict(job.to_dict())
+        one.schedule.seed = seed
+        out.append(
+            (one, replace(ctx, output_dir=ctx.output_dir / f"seed{seed}", label=f"{ctx.label} seed={seed}"))
+        )
+    return out
 
 
 class JobRunner:
@@ -117,7 +133,10 @@ class JobRunner:
             f" (repeat {repeat + 1}/{self.job.schedule.repeats})" if self.job.schedule.repeats > 1 else ""
         )
         s = self.job.schedule
-        self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
+        if self.job.mode == "converge":  # one window per epoch, no warm-up
+            self.progress = Progress(label, 0, s.epochs, 1)
+        else:
+            self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
         python = self.job.framework.python or sys.executable
         worker = Worker(python, self._write_job(), self.dir / "worker.log", self.thread_env)
         try:
@@ -167,6 +186,10 @@ class JobRunner:
             rec.windows.append(ev)
             self.recording.window(ev)
             self.progress.window(ev["index"], ev["throughput"])
+        elif kind == events.EPOCH:
+            rec.epochs.append(ev)
+            self.recording.epoch(ev)
+            self.progress.message(f"epoch {ev['epoch']}: {ev['metric']} {ev['value']:.4f}")
         elif kind == events.DONE:
             rec.done = ev
             self.recording.done(ev, first)

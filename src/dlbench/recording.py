@@ -17,7 +17,10 @@ from typing import Any
 
 from dlbench import signals
 from dlbench.config import JobConfig
+from dlbench.converge import converge_summary, diverged
 from dlbench.core.names import (
+    EVAL_FLAG_TAG,
+    EVAL_METRIC_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
     KIND_JOB,
@@ -67,6 +70,7 @@ class JobRecording:
             parent_id = parent.run_id
         j = self.job
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
+        name += f"-seed{j.schedule.seed}" if j.mode == "converge" else ""
         tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir)}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
@@ -97,6 +101,11 @@ class JobRecording:
         self.run.metrics(series, step=self.window_step, timestamp=ev["t"])
         self.window_step += 1
 
+    def epoch(self, ev: dict[str, Any]) -> None:
+        """mode=converge: the held-out metric and the training loss and time so far, step = epoch."""
+        series = {f"eval/{ev['metric']}": ev["value"], "epoch/train_loss": ev["train_loss"]}
+        self.run.metrics(series | {"epoch/train_s": ev["train_s"]}, step=ev["epoch"], timestamp=ev["t"])
+
     def done(self, ev: dict[str, Any], first: bool) -> None:
         if ev.get("gflops") is not None and first:
             self.run.params({"model.gflops": f"{ev['gflops']:.4f}"})
@@ -114,6 +123,8 @@ class JobRecording:
         metrics: dict[str, float] = {}
         try:
             metrics = summarize_job(records, samples)
+            if self.job.mode == "converge" and records:
+                metrics |= converge_summary(records[-1].epochs, self.job.schedule.target)
             if status != "FINISHED" and THROUGHPUT in metrics:
                 # a search on `throughput` must find finished runs only; the windows stay as a series
                 metrics[THROUGHPUT_PARTIAL] = metrics.pop(THROUGHPUT)
@@ -169,6 +180,7 @@ class JobRecording:
         if failure:
             tags[FAILURE_TAG], tags[FAILURE_MESSAGE_TAG] = failure.kind, failure.message
         tags.update(self._flags(metrics))
+        tags.update(self._eval_tags(records))
         precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
         tags.update({f"run.{k}": v for k, v in run_facts.items()})
@@ -192,6 +204,17 @@ class JobRecording:
         if status != "FINISHED" and log_path.exists():
             tail = deque(log_path.read_text(errors="replace").splitlines(), maxlen=LOG_TAIL_LINES)
             run.text("\n".join(tail) + "\n", "worker_tail.log")
+
+    def _eval_tags(self, records: list[RepeatRecord]) -> dict[str, str]:
+        """mode=converge: which metric the run was scored by, and a flag when some epoch diverged."""
+        epochs = records[-1].epochs if records else []
+        if self.job.mode != "converge" or not epochs:
+            return {}
+        tags = {EVAL_METRIC_TAG: epochs[-1]["metric"]}
+        if diverged(epochs):
+            tags[EVAL_FLAG_TAG] = "non-finite"
+            log.warning("%s: a loss or held-out metric was NaN or inf: flagged, never a match", self.label)
+        return tags
 
     def _flags(self, metrics: dict[str, float]) -> dict[str, str]:
         """Tags (and warnings) for a figure that deserves suspicion: repeats that disagree, a diverged loss."""

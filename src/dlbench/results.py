@@ -39,6 +39,7 @@ class RepeatRecord:
     built: dict[str, Any] | None = None
     warmup: dict[str, Any] | None = None
     windows: list[dict[str, Any]] = field(default_factory=list)
+    epochs: list[dict[str, Any]] = field(default_factory=list)  # mode=converge: one `epoch` event each
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 

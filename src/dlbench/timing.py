@@ -29,33 +29,38 @@ def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
 
 def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_step=None) -> list[float]:
     """Run the timed windows, emitting one `window` event each; return the per-window units/s."""
-    k = schedule.steps_per_window
-    out: list[float] = []
-    for index in range(schedule.windows):
-        wait0, units0 = bench.data_wait_s(), bench.units()
-        wall = time.time()
-        start = time.perf_counter()
-        for i in range(k):
-            if on_first_step is not None and index == 0 and i == 0:
-                on_first_step()
-            bench.step()
-        bench.sync()
-        seconds = time.perf_counter() - start
-        units = bench.units() - units0
-        throughput = units / seconds
-        out.append(throughput)
-        emit(
-            "window",
-            index=index,
-            steps=k,
-            samples=units,
-            seconds=seconds,
-            throughput=throughput,
-            loss=bench.loss(),
-            data_wait_s=bench.data_wait_s() - wait0,
-            t_start=wall,
-        )
-    return out
+    return [
+        timed_window(bench, index, schedule.steps_per_window, emit, on_first_step if index == 0 else None)
+        for index in range(schedule.windows)
+    ]
+
+
+def timed_window(bench: Bench, index: int, steps: int, emit: Emit, on_first_step=None) -> float:
+    """`steps` steps synchronized at both edges, reported as one `window` event; returns units/s.
+    (mode=converge times each epoch's training as one window.)"""
+    wait0, units0 = bench.data_wait_s(), bench.units()
+    wall = time.time()
+    start = time.perf_counter()
+    for i in range(steps):
+        if on_first_step is not None and i == 0:
+            on_first_step()
+        bench.step()
+    bench.sync()
+    seconds = time.perf_counter() - start
+    units = bench.units() - units0
+    throughput = units / seconds
+    emit(
+        "window",
+        index=index,
+        steps=steps,
+        samples=units,
+        seconds=seconds,
+        throughput=throughput,
+        loss=bench.loss(),
+        data_wait_s=bench.data_wait_s() - wait0,
+        t_start=wall,
+    )
+    return throughput
 
 
 def summarize(throughputs: list[float], units_per_step: float) -> dict[str, Any]:

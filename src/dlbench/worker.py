@@ -22,6 +22,7 @@ try:  # the job machinery needs numpy: an interpreter without it must still answ
     from dlbench.backends.base import load_backend
     from dlbench.backends.threads import apply_threads, thread_env
     from dlbench.config import ConfigError, JobConfig
+    from dlbench.converge import run_epochs
     from dlbench.timing import timed_windows, warm_up
 except ModuleNotFoundError as exc:
     MISSING: ModuleNotFoundError | None = exc
@@ -91,12 +92,16 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         threads=threads,
     )
     try:
-        warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
-        emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
         fault = os.abort if job.debug.fault == "abort" else None
         if job.debug.fault == "nan_loss":  # what a diverged training reports
             bench.loss = lambda: float("nan")
-        timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
+        if job.mode == "converge":  # epochs to quality; no warm-up: it would train off the seeded plan
+            emit.emit(events.WARMUP_DONE, warmup_s=0.0, steps=0)
+            run_epochs(bench, job.schedule.epochs, emit.emit, on_first_step=fault)
+        else:
+            warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
+            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
+            timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
         precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.
         stats = getattr(backend, "model_stats", None)

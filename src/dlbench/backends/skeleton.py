@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from dlbench.backends.base import BACKENDS
-from dlbench.config import JobConfig
+from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_batch
 from dlbench.tasks import task_spec
@@ -120,10 +120,12 @@ class SpecBench:
     def __init__(self, job: JobConfig) -> None:
         self.job = job
         self.spec = task_spec(job.model)
-        self.train = job.mode == "train"
+        self.train = job.mode in ("train", "converge")
         self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
         self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
+        self.in_memory: Any = None  # the MemorySource of an in-memory dataset (mode=converge evaluates on it)
+        self.init = "framework default"  # how the initial weights were made (run fact `init`)
         self.family: ModuleType | None = None
 
     def load_family(self, framework: str) -> ModuleType:
@@ -145,6 +147,10 @@ class SpecBench:
             from dlbench.data.movielens import MovieLensSource
 
             source = MovieLensSource(self.job, to_device)
+        elif self.job.dataset.format in MEMORY_FORMATS:
+            from dlbench.data.memory_source import MemorySource
+
+            source = self.in_memory = MemorySource(self.job, self.spec, to_device)
         else:
             hook = getattr(self.family, "real_source", None)
             source = ExplainedSource(hook(self) if hook is not None else real())
@@ -156,10 +162,25 @@ class SpecBench:
     def data_wait_s(self) -> float:
         return self.source.wait_s if self.source else 0.0
 
+    def seed_weights(self, model: Any) -> None:
+        """mode=converge: put the run seed's initial weights in, where the family draws them framework-free
+        (`load_seeded_weights(model, cfg, seed) -> bool`, e.g. the small CNN: identical in every framework);
+        the caller has seeded its framework's RNG for the others."""
+        if self.job.mode != "converge":
+            return
+        seed, load = self.job.schedule.seed, getattr(self.family, "load_seeded_weights", None)
+        if load is not None and load(model, self.job.model, seed):
+            self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
+        else:
+            self.init = f"{self.job.framework.name} RNG seeded with {seed}"
+
     def run_facts(self) -> dict[str, Any]:
         facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
         inner = getattr(self.source, "source", None)
-        return facts | self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
+        facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
+        if self.job.mode == "converge":
+            facts["init"] = self.init
+        return facts | (self.in_memory.facts() if self.in_memory is not None else {})
 
     def close(self) -> None:
         if self.source is not None:

@@ -20,6 +20,9 @@ WARMUP_STEP = "warmup_step"  # step, of
 WARMUP_DONE = "warmup_done"  # warmup_s, steps
 # samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
 WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
+# mode=converge, after each epoch's training window: epoch (1-based), metric (its name), value (on the
+# held-out split), train_loss, train_s (training seconds so far, evaluation excluded), eval_s
+EPOCH = "epoch"
 DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 
@@ -38,6 +41,8 @@ SPREAD_FLAG_TAG = "dlbench.spread_flag"  # "high" when repeats differ by more th
 LOSS_FLAG_TAG = "dlbench.loss_flag"  # "non-finite" when the last window's loss was NaN or inf
 FAILURE_TAG = "failure"  # crash | oom | timeout | config | interrupted
 FAILURE_MESSAGE_TAG = "failure.message"  # one line
+EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the name of the task's quality metric
+EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an epoch's loss or metric was NaN/inf
 
 # ---- thresholds ----------------------------------------------------------------------------------
 SPREAD_LIMIT = 0.05  # repeats whose medians differ by more than this are flagged (tag and report)
@@ -66,4 +71,10 @@ SUMMARY_METRICS = (
     "data_wait_frac",
     "loss_first",
     "loss_last",
+    # mode=converge (dlbench.converge.converge_summary; the report's Accuracy section)
+    "eval_final",
+    "eval_best",
+    "epochs_to_target",
+    "time_to_target_s",
+    "train_s",
 )

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
 from dlbench.data.movielens import check_movielens
+from dlbench.data.small_images import check_image_set
 
 FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")
@@ -84,6 +85,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
         from dlbench.data.translation_source import check_corpus
 
         return check_corpus(job)
+    if ds.format in MEMORY_FORMATS:  # read whole into memory by the worker (data/small_images.py)
+        return check_image_set(ds.name, ds.path, job.model, ds.num_samples, ds.eval_samples)
     _check_data_settings(job)
     ds.path = resolve_path(job)
     if job.model.task == "detection" or ds.format == "coco":

@@ -20,6 +20,7 @@ from dlbench.report.load import JobRow
 FRAMEWORK_ORDER = ("tf", "torch", "mxnet")  # the order of the Synced 2019 article
 PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
 BASELINE = "fp32"
+CONVERGE = "converge"  # the mode that trains to quality; its runs are reported by report/accuracy.py
 RULE = (
     "A difference is stated only when the two runs' intervals do not overlap. A run's interval is the "
     "p5–p95 range of its timed windows' throughput, widened to median × (1 ± spread) when the job was "
@@ -192,12 +193,14 @@ def analyze(jobs: list[JobRow]) -> Analysis:
     variant = _variants(jobs)
     latest_ok: dict[tuple, JobRow] = {}
     for j in sorted(jobs, key=lambda j: j.start_ms):
+        if j.mode == CONVERGE:
+            continue  # mode=converge runs are the Accuracy section's (report/accuracy.py)
         if j.status == "FINISHED" and not math.isnan(j.metric("throughput")):
             latest_ok[(j.model, j.mode, variant[j.run_id], j.framework, j.precision)] = j
     ok_ids = {j.run_id for j in latest_ok.values()}
     failed, hidden = [], 0
     for j in jobs:
-        if j.run_id in ok_ids:
+        if j.run_id in ok_ids or (j.mode == CONVERGE and j.status == "FINISHED"):
             continue
         newer = latest_ok.get((j.model, j.mode, variant[j.run_id], j.framework, j.precision))
         if newer is not None and newer.start_ms >= j.start_ms:

@@ -12,6 +12,8 @@ from mlflow.tracking import MlflowClient
 from dlbench.core.names import OVERRIDES_TAG
 from dlbench.core.secrets import mask
 from dlbench.report import charts
+from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
+from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
 from dlbench.report.render import (
@@ -39,6 +41,7 @@ class Report:
     images: list[Path]
     selection: Selection
     analysis: Analysis
+    accuracy: AccuracyAnalysis
 
     @property
     def files(self) -> list[Path]:
@@ -61,7 +64,8 @@ def build_report(
     """
     selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
-    if require_finished and not analysis.groups:
+    accuracy = analyze_accuracy(selection.jobs)
+    if require_finished and not analysis.groups and not accuracy.tasks:
         statuses = Counter(j.status for j in selection.jobs)
         what = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"
         raise ReportInputError(
@@ -74,8 +78,11 @@ def build_report(
         if (h := load_history(client, job.run_id, job.start_ms)) is not None:
             histories[job.run_id] = h
 
-    blocks = [_overview(selection, analysis), findings_block(analysis)]
-    images: list[Path] = []
+    blocks = [_overview(selection, analysis, accuracy)]
+    if analysis.groups:
+        blocks.append(findings_block(analysis))
+    accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
+    blocks += accuracy_section
     for g in analysis.groups:
         block = Block(g.title, tables=[result_table(g, analysis.has_spread)])
         block.paragraphs.append(_table_note(analysis))
@@ -103,7 +110,7 @@ def build_report(
     md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
     page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
-    return Report(out_dir, md, page, images, selection, analysis)
+    return Report(out_dir, md, page, images, selection, analysis, accuracy)
 
 
 def _subject(sel: Selection) -> str:
@@ -125,7 +132,7 @@ def _table_note(analysis: Analysis) -> str:
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
 
 
-def _overview(sel: Selection, analysis: Analysis) -> Block:
+def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) -> Block:
     b = Block("Overview")
     when = min((j.start_ms for j in sel.jobs), default=0)
     started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
@@ -152,7 +159,7 @@ def _overview(sel: Selection, analysis: Analysis) -> Block:
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
     failed = len(analysis.failed)
     b.bullets.append(
-        f"Jobs: {len(analysis.finished)} finished, {failed} failed or unfinished"
+        f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished, {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
     )
     b.bullets.extend(analysis.notes)

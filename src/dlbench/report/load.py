@@ -17,6 +17,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from dlbench.core.names import (
+    EVAL_FLAG_TAG,
+    EVAL_METRIC_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
     KIND_SWEEP,
@@ -79,6 +81,7 @@ class JobRow:
     gpu_name: str | None = None
     host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
     threads: str | None = None  # "intra/inter-op" threads the framework reported, e.g. "2/2"
+    converge: dict[str, str] = field(default_factory=dict)  # mode=converge: seed, metric, target, flag
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
@@ -248,7 +251,21 @@ def job_row(run: Run) -> JobRow:
         threads=f"{p['threads.intra_op']}/{p.get('threads.inter_op', '?')}"
         if "threads.intra_op" in p
         else None,
+        converge=_converge_facts(p, t),
     )
+
+
+def _converge_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:
+    """What the Accuracy section needs beyond the summary metrics (empty for speed runs)."""
+    if params.get("mode") != "converge":
+        return {}
+    keys = {"seed": "schedule.seed", "epochs": "schedule.epochs", "target": "schedule.target"}
+    out = {name: params[key] for name, key in keys.items() if key in params}
+    out["dataset"] = params.get("dataset.name", "?")
+    for name, tag in (("metric", EVAL_METRIC_TAG), ("eval_flag", EVAL_FLAG_TAG)):
+        if tag in tags:
+            out[name] = tags[tag]
+    return out
 
 
 def load_history(client: MlflowClient, run_id: str, start_ms: int) -> History | None:

@@ -98,10 +98,13 @@ class MXNetBench(SpecBench):
         plan = plan_precision(job.precision, "cuda" if ctx.device_type == "gpu" else "cpu")
         # before the net: amp.init rewraps the operators the net is built from
         self.prec = MXPrecision(plan, ctx, self.train, desc)
+        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
+            mx.random.seed(job.schedule.seed)
         family = self.load_family("mxnet")
         self._infer = getattr(family, "infer", None)
         net = family.build_model(job.model, train=self.train)
         family.initialize(net, job.model, ctx)
+        self.seed_weights(net)
         if self.prec.param_name != "float32":
             cast_network(net, self.prec.param_name)
         self.hybridized = bool(job.framework.hybridize)
@@ -147,7 +150,11 @@ class MXNetBench(SpecBench):
         return source(self.job, self.ctx, self.prec.plan.input_dtype)
 
     def _batch(self) -> Batch:
-        batch = self.source.next()
+        batch = self._cast_inputs(self.source.next())
+        self._last = batch
+        return batch
+
+    def _cast_inputs(self, batch: Batch) -> Batch:
         # A cast network needs its own dtype (DALI has no bfloat16); under AMP the net casts itself.
         if self.prec.param_name != "float32":
             inputs = tuple(
@@ -158,8 +165,15 @@ class MXNetBench(SpecBench):
                 for x in batch.inputs
             )
             batch = Batch(inputs, batch.targets, batch.units)
-        self._last = batch
         return batch
+
+    def predict(self, host: HostBatch) -> Any:
+        """The network's outputs for a host batch as float32 numpy (mode=converge scores them with
+        dlbench.eval): outside autograd.record, i.e. predict mode, in the job's precision."""
+        inputs = self._cast_inputs(self._to_device(host)).inputs
+        out = self._infer(self.net, inputs) if self._infer is not None else self.net(*inputs)
+        outs = tuple(mx.nd.amp_cast(o, dtype=np.float32).asnumpy() for o in as_outputs(out))
+        return outs[0] if len(outs) == 1 else outs
 
     # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:

@@ -80,10 +80,13 @@ class TFBench(SpecBench):
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
         self._out: tf.Tensor | None = None
+        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
+            keras.utils.set_random_seed(job.schedule.seed)
         family = self.load_family("tf")
         self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
+            self.seed_weights(self.model)
             self.family_facts = family_facts(family, self.model)
             self.probe = LayerProbe(self.model)
             self.loss_fn = make_loss(self.spec)
@@ -98,6 +101,12 @@ class TFBench(SpecBench):
         eager = not self.train and getattr(self._infer, "eager", False)
         self._step = (
             body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+        )
+        # mode=converge's evaluation (predict) runs the inference step, traced unless `infer` is eager
+        self._predict = (
+            self._infer_step
+            if getattr(self._infer, "eager", False)
+            else tf.function(self._infer_step, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         )
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
@@ -148,6 +157,15 @@ class TFBench(SpecBench):
             self._out = self._step(batch.inputs, batch.targets)
         if self.probe.active:  # the first trace has shown the dtypes; later traces stay unwrapped
             self.probe.remove()
+
+    def predict(self, host: HostBatch) -> Any:
+        """The model's outputs for a host batch as float32 numpy (mode=converge scores them with
+        dlbench.eval): inference mode (training=False), the job's precision."""
+        batch = self._to_device(host)
+        with tf.device(self._tf_device):
+            out = self._predict(batch.inputs, batch.targets)
+        outs = tuple(np.asarray(tf.cast(o, tf.float32)) for o in tf.nest.flatten(out))
+        return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:
         if _SYNC_DEVICES is not None:

@@ -38,8 +38,12 @@ class TorchBench(SpecBench):
         self.prec = TorchPrecision(plan_precision(job.precision, dev.type), dev)
         # channels_last feeds NHWC tensor-core kernels on CUDA (4-D tensors only); on CPU it is no faster.
         self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
+        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
+            torch.manual_seed(job.schedule.seed)
         family = self.load_family("torch")
-        model = family.build_model(job.model).to(device=dev, dtype=self.prec.param_dtype)
+        model = family.build_model(job.model)
+        self.seed_weights(model)
+        model = model.to(device=dev, dtype=self.prec.param_dtype)
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
         self.model = model
@@ -108,6 +112,23 @@ class TorchBench(SpecBench):
         if self.schedule is not None:
             self.schedule.step()
         self._loss = loss.detach()
+
+    def predict(self, host: HostBatch) -> Any:
+        """The model's outputs for a host batch as float32 numpy (mode=converge scores them with
+        dlbench.eval): evaluation mode, the job's precision, no gradients."""
+        inputs = self._to_device(host).inputs
+        self.model.eval()
+        try:
+            with torch.inference_mode(), self.prec.autocast():
+                out = (
+                    self._infer(self.run_model, inputs)
+                    if self._infer is not None
+                    else self.run_model(*inputs)
+                )
+        finally:
+            self.model.train(self.train)
+        outs = tuple(o.float().cpu().numpy() for o in (out if isinstance(out, (tuple, list)) else (out,)))
+        return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:
         if self.dev.type == "cuda":

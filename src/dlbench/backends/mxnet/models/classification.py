@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.models import small_cnn
+from dlbench.backends.small_cnn_plan import SmallCnnSizes
 from dlbench.tasks.classification import ClassificationConfig
 
 nn = mx.gluon.nn
@@ -195,6 +197,10 @@ def build_model(spec: ClassificationConfig, train: bool = True) -> Any:
     if spec.name == "resnet_cifar":
         depth = spec.depth or 56
         return CifarResNet(depth, spec.num_classes, spec.channels, prefix=f"resnet{depth}cifar_")
+    if spec.name == "small_cnn":
+        return small_cnn.SmallCnn(
+            SmallCnnSizes(spec.image_size, spec.channels, spec.num_classes), prefix="smallcnn_"
+        )
     raise ValueError(f"model={spec.name}: the mxnet backend has no such model")
 
 
@@ -207,9 +213,17 @@ def initialize(net: Any, spec: ClassificationConfig, ctx: Any) -> None:
     initializers' own rules for those names).
     """
     torch_default = mx.init.Xavier(rnd_type="uniform", factor_type="in", magnitude=1)
+    if spec.name == "small_cnn":  # the numpy initial weights of seed 0 (load_seeded_weights: another seed)
+        small_cnn.initialize(net, ctx)
+        return
     if spec.name == "resnet_cifar":
         net.initialize(torch_default, ctx=ctx)
         return
     dense = mx.init.Normal(0.01) if spec.name == "vgg16" else torch_default
     net.collect_params(r".*dense\d+_weight").setattr("init", dense)
     net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="out", magnitude=2), ctx=ctx)
+
+
+def load_seeded_weights(net: Any, spec: ClassificationConfig, seed: int) -> bool:
+    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    return small_cnn.load_seed(net, seed) if spec.name == "small_cnn" else False

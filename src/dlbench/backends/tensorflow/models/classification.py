@@ -192,7 +192,18 @@ def resnet_cifar(spec: ClassificationConfig, input_dtype: str = "float32") -> ke
     return keras.Model(inputs, _head(x, spec.num_classes), name=f"resnet{depth}_cifar")
 
 
-MODELS = {"resnet50": resnet50, "vgg16": vgg16, "resnet_cifar": resnet_cifar}
+def _small_cnn(spec: ClassificationConfig, input_dtype: str = "float32") -> keras.Model:
+    from dlbench.backends.tensorflow.models import small_cnn  # it reuses _head from this module
+
+    return small_cnn.build_small_cnn(
+        image_size=spec.image_size,
+        channels=spec.channels,
+        num_classes=spec.num_classes,
+        input_dtype=input_dtype,
+    )
+
+
+MODELS = {"resnet50": resnet50, "vgg16": vgg16, "resnet_cifar": resnet_cifar, "small_cnn": _small_cnn}
 
 
 def build_model(spec: ClassificationConfig, float_dtype: str = "float32") -> keras.Model:
@@ -201,3 +212,12 @@ def build_model(spec: ClassificationConfig, float_dtype: str = "float32") -> ker
     if spec.name not in MODELS:
         raise ValueError(f"model={spec.name}: the tf backend has no such model (has {sorted(MODELS)})")
     return MODELS[spec.name](spec, float_dtype)
+
+
+def load_seeded_weights(model: keras.Model, spec: ClassificationConfig, seed: int) -> bool:
+    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    if spec.name != "small_cnn":
+        return False
+    from dlbench.backends.tensorflow.models import small_cnn
+
+    return small_cnn.load_seed(model, seed)

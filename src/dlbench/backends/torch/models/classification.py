@@ -13,6 +13,7 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
+from dlbench.backends.torch.models import small_cnn
 from dlbench.tasks.classification import ClassificationConfig
 
 
@@ -73,4 +74,13 @@ def build_model(spec: ClassificationConfig) -> nn.Module:
         return torchvision.models.vgg16(weights=None, num_classes=spec.num_classes)
     if spec.name == "resnet_cifar":
         return CifarResNet(spec.depth or 56, spec.num_classes, spec.channels)
+    if spec.name == "small_cnn":
+        return small_cnn.build_small_cnn(
+            image_size=spec.image_size, channels=spec.channels, num_classes=spec.num_classes
+        )
     raise ValueError(f"model={spec.name}: the torch backend has no such model")
+
+
+def load_seeded_weights(model: nn.Module, spec: ClassificationConfig, seed: int) -> bool:
+    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    return small_cnn.load_seed(model, seed) if spec.name == "small_cnn" else False
