@@ -11,6 +11,8 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
+
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -34,9 +36,12 @@ def open_store(uri: str, experiment: str) -> tuple[MlflowClient, str]:
     client = MlflowClient(tracking_uri=uri)
     found = client.get_experiment_by_name(experiment)
     if found is not None:
+        mark_model_training(client, found)
         return client, found.experiment_id
     try:
-        return client, client.create_experiment(experiment, artifact_location=artifact_location(uri))
+        return client, client.create_experiment(
+            experiment, artifact_location=artifact_location(uri), tags=EXPERIMENT_TAGS
+        )
     except Exception:  # created meanwhile by another process
         found = client.get_experiment_by_name(experiment)
         if found is None:

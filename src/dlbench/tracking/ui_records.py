@@ -1,0 +1,78 @@
+"""What the MLflow UI needs to show dlbench's runs the way its users know them.
+
+- The experiment's kind: MLflow 3.17's UI opens an experiment on its GenAI traces overview ("Traces 0")
+  unless the experiment carries `mlflow.experimentKind=custom_model_development` (the "Model training"
+  kind); with it the runs table comes first.
+- Each sweep's tidy results table, logged with `log_table`, so the UI's artifact view shows it as a table
+  and its evaluation/compare views can read it.
+- Real datasets as run inputs (`log_inputs`: name, digest, source path), so the UI's dataset column and
+  dataset view show what a job read, and runs on the same files share a digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from mlflow.entities import Dataset, DatasetInput, InputTag
+from mlflow.tracking import MlflowClient
+
+KIND_TAG = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+EXPERIMENT_TAGS = {KIND_TAG: MODEL_TRAINING}
+RESULTS_TABLE = "results_table.json"
+DIGEST_STAT_LIMIT = (
+    4096  # file sizes enter the digest up to this many files (a folder of 1.28M JPEGs: names only)
+)
+
+
+def mark_model_training(client: MlflowClient, experiment: Any) -> None:
+    """Give an existing experiment (made before dlbench set the kind, or by `mlflow run`) the model-training
+    kind; one that already has a kind keeps it. `experiment` is what get_experiment_by_name returned."""
+    if KIND_TAG not in (experiment.tags or {}):
+        client.set_experiment_tag(experiment.experiment_id, KIND_TAG, MODEL_TRAINING)
+
+
+def log_results_table(client: MlflowClient, run_id: str, table: Any) -> None:
+    """Log a sweep's results (a pandas DataFrame, one row per job) as an MLflow table on its parent run.
+    MLflow appends to an existing table of that name, so call it once per run."""
+    client.log_table(run_id, data=table, artifact_file=RESULTS_TABLE)
+
+
+def dataset_digest(root: str, files: list[str], stat_limit: int = DIGEST_STAT_LIMIT) -> str:
+    """A short identity of the files a job reads: their paths relative to root, plus their sizes when there
+    are at most `stat_limit` of them (TFRecord/RecordIO shards; stat-ing a million JPEGs would cost seconds
+    before every job). Same files, same digest, on any machine that mounts them elsewhere."""
+    h = hashlib.sha256()
+    sizes = len(files) <= stat_limit
+    for path in sorted(files):
+        h.update(os.path.relpath(path, root).encode())
+        if sizes:
+            h.update(b"\0%d" % os.path.getsize(path))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def log_dataset_input(
+    client: MlflowClient,
+    run_id: str,
+    name: str,
+    digest: str,
+    path: str,
+    context: str,
+    num_samples: int | None = None,
+) -> None:
+    """Record a real dataset as an input of the run. context: MLflow's usage label, "training" or
+    "evaluation" (mode=infer)."""
+    dataset = Dataset(
+        name=name,
+        digest=digest,
+        source_type="local",
+        source=json.dumps({"uri": path}),
+        profile=json.dumps({"num_rows": num_samples}) if num_samples is not None else None,
+    )
+    client.log_inputs(
+        run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])]
+    )
