@@ -1,0 +1,125 @@
+"""dlbench's launchers on hydra-submitit-launcher (hydra/launcher=submitit_slurm | submitit_local).
+
+The plugin runs each Hydra job as a submitit job: on a SLURM node, or in a process of its own on this
+machine. dlbench adds what a benchmark sweep needs on top:
+- the jobs import this checkout's dlbench (PYTHONPATH), as the worker processes do;
+- in the job's process, SIGTERM (SLURM at the time limit) and SIGUSR2 (submitit's warning `signal_delay_s`
+  before it) end the job as Ctrl-C does: the run is closed KILLED with what was measured, the worker's
+  process group is killed, and the job returns normally so the other jobs of the sweep go on;
+- each job's outcome comes back to the sweep's process, which counts it (exit code, parent run status);
+- on one machine, jobs run one at a time: a benchmark must not share the machine with the next job.
+
+Hydra accepts launchers only from the `hydra_plugins` namespace, hence this package's place; Hydra's
+plugin scan imports it in every run, so dlbench itself is imported only when a launcher is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import CompactHydraException
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
+
+log = logging.getLogger("dlbench")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
+
+
+class JobStopped(KeyboardInterrupt):
+    """The scheduler told the job to stop; handled as Ctrl-C is (the run ends KILLED)."""
+
+
+@contextlib.contextmanager
+def stop_signals_end_the_job() -> Iterator[None]:
+    """Replace submitit's handlers (it ignores SIGTERM and requeues on SIGUSR2) for the job's duration."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise JobStopped(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def export_checkout() -> None:
+    """Jobs run `python -m submitit.core._submit`: make them import this checkout's dlbench."""
+    from dlbench.supervisor import SRC_DIR
+
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(SRC_DIR) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC_DIR), *paths) if p)
+
+
+def count_outcomes(returns: Sequence[JobReturn], first_idx: int) -> None:
+    """The sweep's tally, from what each job returned (run.py's main returns the run's status)."""
+    from dlbench.tracking.sweep import STATE
+
+    for i, ret in enumerate(returns):
+        label = f"job {first_idx + i} [{' '.join(ret.overrides or [])}]"
+        (STATE.failed if _failed(ret) else STATE.finished).append(label)
+
+
+class _DlbenchJobs:
+    """Mixed into the plugin's launchers (before them in the MRO)."""
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        export_checkout()
+        returns = self._launch(job_overrides, initial_job_idx)
+        count_outcomes(returns, initial_job_idx)
+        return returns
+
+    def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        return super().launch(job_overrides, initial_job_idx)  # type: ignore[misc]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:
+        """Runs in the job's own process."""
+        with stop_signals_end_the_job():
+            try:
+                return super().__call__(*args, **kwargs)  # type: ignore[misc]
+            except KeyboardInterrupt as exc:  # the run is closed KILLED already (orchestrator)
+                log.warning("job stopped by %s", exc or "an interrupt")
+                return JobReturn(
+                    overrides=list(args[0]) if args else None,
+                    status=JobStatus.COMPLETED,
+                    _return_value="KILLED",
+                )
+
+
+class DlbenchSlurmLauncher(_DlbenchJobs, SlurmLauncher):
+    """One SLURM job per Hydra job, all submitted at once (array_parallelism caps how many run)."""
+
+    def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        missing = [tool for tool in ("sbatch", "srun") if shutil.which(tool) is None]
+        if missing:
+            raise CompactHydraException(
+                f"hydra/launcher=submitit_slurm needs SLURM ({' and '.join(missing)} not on PATH): run the "
+                "sweep on the cluster's login node, or use hydra/launcher=submitit_local on this machine"
+            )
+        return super()._launch(job_overrides, initial_job_idx)
+
+
+class DlbenchLocalLauncher(_DlbenchJobs, LocalLauncher):
+    """The same path on this machine, one job at a time."""
+
+    def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        returns: list[JobReturn] = []
+        for i, overrides in enumerate(job_overrides):
+            ret = LocalLauncher.launch(self, [overrides], initial_job_idx + i)
+            returns += ret
+            if self.config is not None and self.config.get("fail_fast") and _failed(ret[0]):
+                log.warning("fail_fast=true: %d remaining job(s) skipped", len(job_overrides) - i - 1)
+                break
+        return returns
+
+
+def _failed(ret: JobReturn) -> bool:
+    return ret.status != JobStatus.COMPLETED or ret._return_value != "FINISHED"
