@@ -145,9 +145,11 @@ def test_the_counter_is_preferred_when_the_two_differ():
     assert out["energy_j_per_sample"] == pytest.approx(60.0)
 
 
-def test_a_span_not_covered_by_samples_gives_no_energy():
-    samples = [{"t": float(i), "gpu0/power_w": 100.0} for i in range(3)]
-    assert energy_from_power(samples, [(1.0, 5.0)]) is None
+def test_past_the_samples_power_is_held_and_the_counter_gives_nothing():
+    samples = [{"t": float(i), "gpu0/power_w": 100.0, "gpu0/energy_mj": 1e5 * i} for i in range(3)]
+    assert energy_from_power(samples, [(1.0, 5.0)]) == pytest.approx(400.0)
+    assert energy_from_counter(samples, [(1.0, 5.0)]) is None  # a counter cannot be extrapolated
+    assert energy_from_power([{"t": 0.0}], [(0.0, 1.0)]) is None  # no power readings at all
 
 
 # ---- other processes on the GPU ------------------------------------------------------------------

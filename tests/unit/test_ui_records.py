@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from dlbench.data.validate import files_digest
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store
 from dlbench.tracking.ui_records import (
     KIND_TAG,
     MODEL_TRAINING,
     RESULTS_TABLE,
-    dataset_digest,
     log_dataset_input,
     log_results_table,
 )
@@ -67,7 +67,7 @@ def test_dataset_input_names_digest_and_path(tmp_path: Path):
         f = data / "cat" / f"{i}.jpg"
         f.write_bytes(b"x" * (10 + i))
         files.append(str(f))
-    digest = dataset_digest(str(data), files)
+    digest = files_digest(str(data), files)
     client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
     run = RunLogger.create(client, eid, "job")
     log_dataset_input(client, run.run_id, "imagenet", digest, str(data), "training", num_samples=3)
@@ -92,10 +92,10 @@ def test_digest_follows_the_files_not_where_they_are_mounted(tmp_path: Path):
         tree(tmp_path / "m2", [5, 6]),
         tree(tmp_path / "m3", [5, 7]),
     )
-    d1 = dataset_digest(str(tmp_path / "m1"), one)
-    assert d1 == dataset_digest(str(tmp_path / "m2"), list(reversed(two)))  # other mount, other order
-    assert d1 != dataset_digest(str(tmp_path / "m3"), changed)  # a file changed size
-    assert dataset_digest(str(tmp_path / "m1"), one, stat_limit=1) == dataset_digest(
+    d1 = files_digest(str(tmp_path / "m1"), one)
+    assert d1 == files_digest(str(tmp_path / "m2"), list(reversed(two)))  # other mount, other order
+    assert d1 != files_digest(str(tmp_path / "m3"), changed)  # a file changed size
+    assert files_digest(str(tmp_path / "m1"), one, stat_limit=1) == files_digest(
         str(tmp_path / "m3"), changed, stat_limit=1
     )  # past the limit only names count
     assert len(d1) == 16

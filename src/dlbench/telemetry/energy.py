@@ -18,10 +18,13 @@ def _series(samples: list[Sample], key: str) -> tuple[list[float], list[float]]:
     return [t for t, _ in points], [v for _, v in points]
 
 
-def _at(ts: list[float], vs: list[float], t: float) -> float | None:
-    """The series' value at t, linear between the samples around it; None outside the sampled time."""
-    if not ts or t < ts[0] or t > ts[-1]:
+def _at(ts: list[float], vs: list[float], t: float, hold: bool = False) -> float | None:
+    """The series' value at t, linear between the samples around it. Outside the sampled time: None, or
+    with hold the nearest sample's value (a power reading, not a counter, may be held)."""
+    if not ts:
         return None
+    if t < ts[0] or t > ts[-1]:
+        return (vs[0] if t < ts[0] else vs[-1]) if hold else None
     i = bisect_left(ts, t)
     if ts[i] == t:
         return vs[i]
@@ -45,14 +48,14 @@ def energy_from_counter(
 
 
 def energy_from_power(samples: list[Sample], spans: list[tuple[float, float]], gpu: int = 0) -> float | None:
-    """Joules from the board power (W) integrated by the trapezoid rule over the spans; None without power
-    readings covering them."""
+    """Joules from the board power (W) integrated by the trapezoid rule over the spans (the first or last
+    reading held where a span reaches past the samples); None without power readings."""
     ts, vs = _series(samples, f"gpu{gpu}/power_w")
+    if not ts:
+        return None
     total = 0.0
     for t0, t1 in spans:
-        start, end = _at(ts, vs, t0), _at(ts, vs, t1)
-        if start is None or end is None:
-            return None
+        start, end = _at(ts, vs, t0, hold=True), _at(ts, vs, t1, hold=True)
         inside = [(t, v) for t, v in zip(ts, vs, strict=True) if t0 < t < t1]
         points = [(t0, start), *inside, (t1, end)]
         total += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:], strict=False))

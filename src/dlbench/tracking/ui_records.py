@@ -8,14 +8,12 @@
 - Each sweep's tidy results table, logged with `log_table`, so the UI's artifact view shows it as a table
   and its evaluation/compare views can read it.
 - Real datasets as run inputs (`log_inputs`: name, digest, source path), so the UI's dataset column and
-  dataset view show what a job read, and runs on the same files share a digest.
+  dataset view show what a job read, and runs on the same files share a digest (data/validate.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from typing import Any
 
 from mlflow.entities import Dataset, DatasetInput, InputTag
@@ -50,20 +48,6 @@ def log_results_table(client: MlflowClient, run_id: str, table: Any) -> None:
     """Log a sweep's results (a pandas DataFrame, one row per job) as an MLflow table on its parent run.
     MLflow appends to an existing table of that name, so call it once per run."""
     client.log_table(run_id, data=table, artifact_file=RESULTS_TABLE)
-
-
-def dataset_digest(root: str, files: list[str], stat_limit: int = DIGEST_STAT_LIMIT) -> str:
-    """A short identity of the files a job reads: their paths relative to root, plus their sizes when there
-    are at most `stat_limit` of them (TFRecord/RecordIO shards; stat-ing a million JPEGs would cost seconds
-    before every job). Same files, same digest, on any machine that mounts them elsewhere."""
-    h = hashlib.sha256()
-    sizes = len(files) <= stat_limit
-    for path in sorted(files):
-        h.update(os.path.relpath(path, root).encode())
-        if sizes:
-            h.update(b"\0%d" % os.path.getsize(path))
-        h.update(b"\n")
-    return h.hexdigest()[:16]
 
 
 def log_dataset_input(
