@@ -11,7 +11,14 @@ from dlbench.report.analysis import analyze
 from dlbench.report.load import select
 from dlbench.report.render import FLAG, REUSED, SHARED, findings_block, result_table
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
-from dlbench.tracking.resume import CONFIG_HASH_TAG, REUSED_BY_TAG, config_hash, find_finished, mark_reused
+from dlbench.tracking.resume import (
+    CONFIG_HASH_TAG,
+    REUSED_BY_TAG,
+    config_hash,
+    find_finished,
+    mark_reused,
+    reuse_finished,
+)
 from dlbench.tracking.store import open_store
 from tests.unit.test_report import log_job, make_sweep
 
@@ -47,12 +54,15 @@ def test_find_finished_ignores_failed_and_other_configurations(tmp_path: Path):
     assert {failed, other}.isdisjoint({found.info.run_id})
 
 
-def test_mark_reused_appends_each_sweep_once(tmp_path: Path):
+def test_reuse_marks_each_sweep_once(tmp_path: Path):
     client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
-    run_id = log_job(client, eid, None, "torch resnet50 fp32 train", (1, 2, 3))
+    h = config_hash(job())
+    assert reuse_finished(client, eid, h, "p0") is None  # nothing to reuse: the job runs
+    run_id = log_job(client, eid, None, "torch resnet50 fp32 train", (1, 2, 3), tags={CONFIG_HASH_TAG: h})
     for parent in ("p1", "p2", "p1"):
-        mark_reused(client, client.get_run(run_id), parent)
+        assert reuse_finished(client, eid, h, parent) == run_id
     assert client.get_run(run_id).data.tags[REUSED_BY_TAG] == "p1,p2"
+    assert reuse_finished(client, eid, h, None) == run_id  # a single run: nothing to mark
 
 
 def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):

@@ -49,6 +49,19 @@ def mark_reused(client: MlflowClient, run: Run, parent_id: str) -> None:
         client.set_tag(run.info.run_id, REUSED_BY_TAG, ",".join([*ids, parent_id]))
 
 
+def reuse_finished(
+    client: MlflowClient, experiment_id: str, digest: str, parent_id: str | None
+) -> str | None:
+    """resume=true for one job: the id of a FINISHED run of its configuration, marked as reused by the
+    sweep `parent_id` (a single run has none), or None when the job has to run."""
+    run = find_finished(client, experiment_id, digest)
+    if run is None:
+        return None
+    if parent_id:
+        mark_reused(client, run, parent_id)
+    return run.info.run_id
+
+
 def reused_filter(parent_id: str) -> str:
     """search_runs filter for the runs a sweep reused."""
     return f"tags.`{REUSED_BY_TAG}` LIKE '%{parent_id}%'"
