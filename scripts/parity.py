@@ -30,11 +30,11 @@ TOLERANCE = 0.02
 PROBE = """
 import json, sys
 from dlbench.backends.base import load_backend
-from dlbench.config import ModelConfig
+from dlbench.config import JobConfig
 backend = load_backend(sys.argv[1])
 out = {}
 for spec in json.loads(sys.argv[2]):
-    stats = backend.model_stats(ModelConfig(**spec))
+    stats = backend.model_stats(JobConfig.from_dict({"model": spec}).model)  # the family's schema
     out[spec["name"]] = {"params": stats["params"], "gflops": stats["gflops"]}
 print("PARITY " + json.dumps(out))
 """

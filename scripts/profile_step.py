@@ -94,7 +94,7 @@ def main() -> None:
         bench.step()
     bench.sync()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if bench.dev.type == "cuda" else [])
-    wait0 = bench.data_wait_s()
+    wait0, units0 = bench.data_wait_s(), bench.units()
     with profile(activities=activities) as prof:
         start = time.perf_counter()
         for _ in range(a.steps):
@@ -111,7 +111,7 @@ def main() -> None:
         "overrides": a.overrides,
         "steps": a.steps,
         "step_ms": 1000 * wall / a.steps,
-        "samples_per_s": a.steps * bench.samples_per_step / wall,
+        "samples_per_s": (bench.units() - units0) / wall,
         "gpu_busy_frac": busy_fraction(every, span) if every else None,
         "stream_busy_frac": {str(k): round(busy_fraction(v, span), 4) for k, v in streams.items()},
         "data_ms_per_step": 1000 * data_s / a.steps,

@@ -1,25 +1,36 @@
 """dlbench entry point: `python src/run.py [-m] key=value ...` (Hydra).
 
 Thin on purpose: compose the config (Hydra), hand each job to the orchestrator, and turn the sweep's
-outcome into an exit code: 0 all jobs finished, 1 a job failed, 130 interrupted.
+outcome into an exit code: 0 all jobs finished, 1 a job failed, 2 a refused override, 130 stopped by
+SIGINT, 143 by SIGTERM. The signal handlers go in before the heavy imports, whatever disposition the
+process inherited (a background job inherits SIGINT ignored), so Ctrl-C is honoured from the start.
 """
 
 from __future__ import annotations
 
-import logging
-import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run from a checkout without installing
 
-import hydra  # noqa: E402
-from hydra.core.hydra_config import HydraConfig  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from dlbench import signals  # noqa: E402  (small: only the standard library)
 
-from dlbench.config import JobConfig, register_configs  # noqa: E402
-from dlbench.orchestrator import JobContext, run_job  # noqa: E402
-from dlbench.tracking import sweep  # noqa: E402
+signals.install()
+try:
+    import logging
+    import shlex
+
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig, OmegaConf
+
+    from dlbench.config import JobConfig, register_configs
+    from dlbench.orchestrator import JobContext, run_job
+    from dlbench.overrides import check_overrides
+    from dlbench.tracking import sweep
+except KeyboardInterrupt as exc:
+    print(f"dlbench: stopped by {getattr(exc, 'name', 'SIGINT')} while starting; nothing was recorded")
+    sys.exit(signals.exit_code(exc))
 
 register_configs()
 
@@ -50,11 +61,18 @@ def _expand_mlproject_args(argv: list[str]) -> list[str]:
 def cli() -> int:
     sys.argv = _expand_mlproject_args(sys.argv)
     try:
+        refused = check_overrides(sys.argv[1:])
+        if refused:
+            print(f"dlbench: {refused}", file=sys.stderr)
+            return 2
         main()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         sweep.close_parent("KILLED")
-        logging.getLogger("dlbench").warning("interrupted")
-        return 130
+        logging.getLogger("dlbench").warning(
+            "stopped by %s: the running job and the sweep are marked KILLED, their worker is gone",
+            getattr(exc, "name", "SIGINT"),
+        )
+        return signals.exit_code(exc)
     except SystemExit:  # Hydra reported an error (already printed) and is exiting
         sweep.close_parent("FAILED")
         raise

@@ -26,9 +26,8 @@ def worker_env(**threads: str) -> dict[str, str]:
 
 def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
     """A CIFAR ResNet at 32x32, batch 2, 1 warm-up step, 2 windows of 2 steps, on the CPU."""
-    job = JobConfig()
-    job.framework.name = framework
-    job.framework.hybridize = spec.get("hybridize", True)
+    knobs = {"hybridize": spec.get("hybridize", True)} if framework == "mxnet" else {}
+    job = JobConfig.from_dict({"framework": {"name": framework, **knobs}})
     job.model.name, job.model.depth, job.model.image_size, job.model.num_classes = (
         "resnet_cifar",
         depth,
@@ -38,6 +37,7 @@ def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
     s = job.schedule
     s.batch_size, s.warmup_steps, s.steps_per_window, s.windows = 2, 1, 2, 2
     job.mode, job.device, job.precision = spec["mode"], "cpu", spec["precision"]
+    job.threads = 1  # tests run several workers at once: one thread each (the env caps say the same)
     return job
 
 
@@ -79,8 +79,7 @@ def cuda_probe(framework: str, indent: str = "") -> str:
     """Snippet lines that build `framework` with device=cuda and put "built" or the one-line refusal in
     out["cuda"]. The snippet must have imported build, JobConfig and BackendUnavailable, and made `out`."""
     lines = f"""
-        job = JobConfig()
-        job.framework.name = "{framework}"
+        job = JobConfig.from_dict({{"framework": {{"name": "{framework}"}}}})
         job.device = "cuda"
         try:
             build(job)

@@ -13,6 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.tasks import TASKS, model_config_type, unknown_task
+from dlbench.tasks.classification import ClassificationConfig
+from dlbench.tasks.spec import ModelConfig
+
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data")
 DEVICES = ("auto", "cpu", "cuda")
@@ -27,27 +31,42 @@ class ConfigError(ValueError):
 
 @dataclass
 class FrameworkConfig:
+    """The keys every framework has. Each framework's own knobs live in its schema below, registered as
+    its own Hydra option, so `framework=tf framework.compile=true` is refused at composition."""
+
     name: str = "torch"
     # Interpreter that runs this framework's worker; null = the interpreter running dlbench.
     python: str | None = None
-    compile: bool = False  # torch: wrap the model in torch.compile
-    compile_mode: str = "default"  # torch: torch.compile mode, one of COMPILE_MODES
-    # torch: SGD implementation. fused = one kernel, and with fp16 loss scaling it checks for overflow on
-    # the GPU instead of syncing the host every step; auto = fused on CUDA, foreach elsewhere.
-    optimizer_impl: str = "auto"
-    xla: bool = False  # tf: jit_compile the train/infer step
-    hybridize: bool = True  # mxnet: hybridize the Gluon block
 
 
 @dataclass
-class ModelConfig:
-    name: str = "resnet50"
-    task: str = "classification"
-    image_size: int = 224
-    channels: int = 3
-    num_classes: int = 1000
-    batch_size: int = 64  # per-model default; schedule.batch_size overrides
-    depth: int | None = None  # resnet_cifar: 6n+2 layers (56 = ResNet-56)
+class TorchConfig(FrameworkConfig):
+    name: str = "torch"
+    compile: bool = False  # wrap the model in torch.compile
+    compile_mode: str = "default"  # torch.compile mode, one of COMPILE_MODES
+    # SGD/Adam implementation. fused = one kernel, and with fp16 loss scaling it checks for overflow on
+    # the GPU instead of syncing the host every step; auto = fused on CUDA, foreach elsewhere.
+    optimizer_impl: str = "auto"
+
+
+@dataclass
+class TFConfig(FrameworkConfig):
+    name: str = "tf"
+    xla: bool = False  # jit_compile the train/infer step
+
+
+@dataclass
+class MXNetConfig(FrameworkConfig):
+    name: str = "mxnet"
+    hybridize: bool = True  # hybridize the Gluon block
+
+
+# framework.name -> its schema (conf/framework/<name>.yaml uses `<name>_schema`)
+FRAMEWORK_CONFIGS: dict[str, type[FrameworkConfig]] = {
+    "torch": TorchConfig,
+    "tf": TFConfig,
+    "mxnet": MXNetConfig,
+}
 
 
 @dataclass
@@ -119,8 +138,10 @@ class DebugConfig:
 
 @dataclass
 class JobConfig:
-    framework: FrameworkConfig = field(default_factory=FrameworkConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    # The framework's own schema, chosen by framework.name.
+    framework: FrameworkConfig = field(default_factory=TorchConfig)
+    # The model family's own schema (tasks/<task>.py), chosen by model.task.
+    model: ModelConfig = field(default_factory=ClassificationConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
@@ -134,6 +155,8 @@ class JobConfig:
     # Whole-job limit (start to end). FP32 cuDNN autotuning alone has taken minutes on big GPUs.
     timeout_s: float = 3600.0
     fail_fast: bool = False
+    # CPU threads per op (and inter-op) in every framework; null = the CPUs in the worker's affinity.
+    threads: int | None = None
 
     @property
     def batch_size(self) -> int:
@@ -156,6 +179,10 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
             continue
         value = data[f.name]
         sub = _dataclass_type(f)
+        if sub is not None and issubclass(sub, ModelConfig):  # the family's schema, by model.task
+            sub = model_config_type((value or {}).get("task", "classification"))
+        elif sub is not None and issubclass(sub, FrameworkConfig):  # the framework's schema, by name
+            sub = FRAMEWORK_CONFIGS.get((value or {}).get("name", "torch"), FrameworkConfig)
         kwargs[f.name] = _from_dict(sub, value or {}) if sub else value
     return cls(**kwargs)
 
@@ -184,24 +211,32 @@ def validate(job: JobConfig) -> None:
         (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
         (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
-        (job.model.image_size >= 8, f"model.image_size={job.model.image_size}: must be 8 or more"),
-        (job.model.num_classes >= 2, "model.num_classes: must be 2 or more"),
         (
             job.telemetry.interval_s > 0,
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
+        (
+            job.threads is None or job.threads >= 1,
+            f"threads={job.threads}: use 1 or more, or null (all CPUs)",
+        ),
         (job.debug.fault in (None, "abort", "nan_loss"), "debug.fault: only null, abort or nan_loss"),
-        (
-            job.framework.compile_mode in COMPILE_MODES,
-            f"framework.compile_mode={job.framework.compile_mode!r}: use one of {COMPILE_MODES}",
-        ),
-        (
-            job.framework.optimizer_impl in OPTIMIZER_IMPLS,
-            f"framework.optimizer_impl={job.framework.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
-        ),
     ]
-    for ok, message in checks:
+    fw = job.framework
+    if isinstance(fw, TorchConfig):
+        checks += [
+            (
+                fw.compile_mode in COMPILE_MODES,
+                f"framework.compile_mode={fw.compile_mode!r}: use one of {COMPILE_MODES}",
+            ),
+            (
+                fw.optimizer_impl in OPTIMIZER_IMPLS,
+                f"framework.optimizer_impl={fw.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
+            ),
+        ]
+    if (why := unknown_task(job.model.task)) is not None:
+        raise ConfigError(why)
+    for ok, message in [*checks, *job.model.check()]:
         if not ok:
             raise ConfigError(message)
     d = job.dataset
@@ -215,10 +250,18 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
-    cs.store(name="dlbench_schema", node=JobConfig)
+    # The job schema's model and framework nodes are the common bases, so any family's or framework's
+    # schema (a subclass) can be merged in by conf/model/<name>.yaml or conf/framework/<name>.yaml;
+    # OmegaConf refuses to merge one subclass into another's node.
+    schema = JobConfig()
+    schema.model, schema.framework = ModelConfig(), FrameworkConfig()
+    cs.store(name="dlbench_schema", node=schema)
+    for name, node in FRAMEWORK_CONFIGS.items():  # framework/<name>_schema: that framework's knobs only
+        cs.store(group="framework", name=f"{name}_schema", node=node)
+    for task, entry in TASKS.items():  # model/<task>_schema: a family's own keys, nothing else
+        if not entry.test_only:
+            cs.store(group="model", name=f"{task}_schema", node=entry.config)
     for group, node in (
-        ("framework", FrameworkConfig),
-        ("model", ModelConfig),
         ("dataset", DatasetConfig),
         ("precision", PrecisionConfig),
         ("tracking", TrackingConfig),

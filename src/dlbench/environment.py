@@ -12,7 +12,23 @@ from pathlib import Path
 
 import psutil
 
+from dlbench.core.secrets import is_secret_name, mask
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Environment variables that change what a framework does (threads, devices, allocators, logging).
+ENV_PREFIXES = (
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "MXNET_",
+    "TF_",
+    "XLA_",
+    "CUDA_",
+    "NCCL_",
+    "DALI_",
+    "TORCH",
+    "PYTORCH_",
+)
 
 
 @functools.cache
@@ -45,4 +61,14 @@ def host_facts() -> dict[str, str]:
         "python": sys.version.split()[0],
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "(all)"),
         "git_commit": git_commit(),
+    }
+
+
+def framework_env() -> dict[str, str]:
+    """The variables a result may depend on (ENV_PREFIXES), for environment.json. A variable whose name
+    looks like a secret (*TOKEN*, *SECRET*, *PASSWORD*, *_KEY) is never recorded; values are masked."""
+    return {
+        k: mask(v)
+        for k, v in sorted(os.environ.items())
+        if k.startswith(ENV_PREFIXES) and not is_secret_name(k)
     }

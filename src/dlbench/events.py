@@ -12,11 +12,12 @@ import time
 from typing import Any
 
 HELLO = "hello"  # worker process is up: pid
-BUILT = "built"  # import_s, build_s, params, device, versions
+BUILT = "built"  # import_s, build_s, params, device, unit (throughput unit), batch_size, versions
 WARMUP_STEP = "warmup_step"  # step, of
 WARMUP_DONE = "warmup_done"  # warmup_s, steps
+# samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
 WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
-DONE = "done"  # precision (report), framework_mem_bytes, gflops (forward, per sample)
+DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 
 

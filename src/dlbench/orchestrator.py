@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlbench import events
+from dlbench import events, signals
+from dlbench.backends.threads import thread_env
 from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
-from dlbench.environment import host_facts
+from dlbench.environment import framework_env, host_facts
 from dlbench.progress import Progress
 from dlbench.results import LOSS_FLAG_TAG, SPREAD_FLAG, RepeatRecord, summarize_job
 from dlbench.supervisor import Worker, WorkerTimeout
@@ -30,12 +32,13 @@ from dlbench.telemetry.nvml import NvmlReader
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.telemetry.sampler import Sampler
 from dlbench.tracking.run_logger import RunLogger, flatten
-from dlbench.tracking.store import open_store, resolve_uri
-from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run
+from dlbench.tracking.store import StoreError, open_store, resolve_uri
+from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run, ensure_parent
 
 log = logging.getLogger("dlbench")
 _said_no_gpu = False
 LOG_TAIL_LINES = 200
+MESSAGE_CHARS = 500  # failure.message: one line, short enough to read in the MLflow UI
 
 
 @dataclass
@@ -60,7 +63,11 @@ def run_job(job: JobConfig, ctx: JobContext) -> str:
         log.error("%s: config error: %s", ctx.label, exc)
         _tally(job, ctx, "FAILED")
         return "FAILED"
-    status = JobRunner(job, ctx, data_facts).run()
+    try:
+        status = JobRunner(job, ctx, data_facts).run()
+    except StoreError as exc:  # every later job would fail the same way
+        log.error("%s: %s", ctx.label, exc)
+        status, STATE.abort = "FAILED", True
     _tally(job, ctx, status)
     return status
 
@@ -71,6 +78,18 @@ def _tally(job: JobConfig, ctx: JobContext, status: str) -> None:
     else:
         STATE.failed.append(ctx.label)
         STATE.abort = STATE.abort or job.fail_fast
+
+
+@dataclass
+class Failure:
+    """Why a job did not finish: `kind` (crash, oom, timeout, config, interrupted) and one line."""
+
+    kind: str
+    message: str
+
+    def __post_init__(self) -> None:
+        lines = [line.strip() for line in self.message.strip().splitlines() if line.strip()]
+        self.message = (lines[0] if lines else self.kind)[:MESSAGE_CHARS]
 
 
 class JobRunner:
@@ -84,6 +103,8 @@ class JobRunner:
         self.run_log: RunLogger | None = None
         self.sampler: Sampler | None = None
         self.window_step = 0  # window/* series step, continuous across repeats
+        # What the framework must find in its environment before it starts its thread pools.
+        self.thread_env = thread_env(job.framework.name, job.threads) if job.mode != "data" else {}
 
     @property
     def rec(self) -> RepeatRecord:
@@ -92,35 +113,37 @@ class JobRunner:
     # ---- lifecycle -------------------------------------------------------------------------
     def run(self) -> str:
         """All repeats of the job, each in a fresh worker; stop at the first failed repeat."""
-        self.run_log = self._open_run()
-        self.sampler, gpu = self._start_telemetry()
-        status, failure = "FAILED", "crash"
+        status, failure, samples, gpu = "FAILED", Failure("crash", "the orchestrator stopped"), [], None
         try:
+            self.run_log = self._open_run()
+            self.sampler, gpu = self._start_telemetry()
             for repeat in range(self.job.schedule.repeats):
                 status, failure = self._run_worker(repeat)
                 if status != "FINISHED":
                     break
-        except KeyboardInterrupt:
-            status, failure = "KILLED", "interrupted"
-            log.warning("%s: interrupted; worker stopped", self.ctx.label)
+        except KeyboardInterrupt as exc:
+            status, failure = "KILLED", Failure("interrupted", f"stopped by {getattr(exc, 'name', 'SIGINT')}")
+            raise
+        except Exception as exc:  # a bug or a store problem: the run is still closed, FAILED
+            failure = Failure("crash", f"orchestrator error: {type(exc).__name__}: {exc}")
             raise
         finally:
             samples = self.sampler.stop() if self.sampler else []
             if gpu is not None:
                 gpu.close()
-            self._finish(status, failure, samples)
+            if self.run_log is not None:
+                self._finish(status, failure, samples)
         return status
 
-    def _run_worker(self, repeat: int) -> tuple[str, str | None]:
+    def _run_worker(self, repeat: int) -> tuple[str, Failure | None]:
         self.records.append(RepeatRecord())
         label = self.ctx.label + (
             f" (repeat {repeat + 1}/{self.job.schedule.repeats})" if self.job.schedule.repeats > 1 else ""
         )
         s = self.job.schedule
         self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
-        worker = Worker(
-            self.job.framework.python or sys.executable, self._write_job(), self.dir / "worker.log"
-        )
+        python = self.job.framework.python or sys.executable
+        worker = Worker(python, self._write_job(), self.dir / "worker.log", self.thread_env)
         try:
             pid = worker.start()
             for reader in self.sampler.readers if self.sampler else ():
@@ -131,25 +154,28 @@ class JobRunner:
                 self._on_event(event)
             return self._classify(worker.wait())
         except WorkerTimeout:
-            log.error("%s: timed out after %ss (timeout_s); worker killed", label, self.job.timeout_s)
-            return "FAILED", "timeout"
+            message = f"timed out after {self.job.timeout_s}s (timeout_s); worker killed"
+            log.error("%s: %s", label, message)
+            return "FAILED", Failure("timeout", message)
         except ConfigError as exc:
             log.error("%s: %s", label, exc)
-            return "FAILED", "config"
+            return "FAILED", Failure("config", str(exc))
         finally:
             worker.kill()
             self.progress.close()
 
-    def _classify(self, returncode: int) -> tuple[str, str | None]:
+    def _classify(self, returncode: int) -> tuple[str, Failure | None]:
         error = self.rec.error
         if returncode == 0 and self.rec.done is not None:
             return "FINISHED", None
         if error is not None:
-            log.error("%s: %s: %s", self.ctx.label, error["kind"], error["message"].splitlines()[0])
-            return "FAILED", error["kind"]
+            failure = Failure(error["kind"], error["message"])
+            log.error("%s: %s: %s", self.ctx.label, failure.kind, failure.message)
+            return "FAILED", failure
         reason = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        message = f"worker died ({reason}); see worker_tail.log"
         log.error("%s: worker died (%s); see %s", self.ctx.label, reason, self.dir / "worker.log")
-        return "FAILED", "crash"
+        return "FAILED", Failure("crash", message)
 
     # ---- events ----------------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -159,7 +185,10 @@ class JobRunner:
             rec.built = ev
             if len(self.records) == 1:
                 run.tags({f"version.{k}": v for k, v in ev["versions"].items()} | {"device": ev["device"]})
-                run.params({"model.params": ev["params"]})
+                run.params({"model.params": ev["params"], "throughput_unit": ev["unit"]})
+                # what the framework reports it uses, not the setting: the report compares only equals
+                run.params({f"threads.{k}": v for k, v in ev.get("threads", {}).items()})
+            self.progress.unit = ev["unit"]
             self.progress.message(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
         elif kind == events.WARMUP_STEP:
             self.progress.warmup_step(ev["step"], ev["of"])
@@ -181,20 +210,24 @@ class JobRunner:
     # ---- MLflow ----------------------------------------------------------------------------
     def _open_run(self) -> RunLogger:
         client, experiment_id = open_store(resolve_uri(self.job.tracking.uri), self.job.tracking.experiment)
-        parent_id = STATE.parent.run_id if STATE.parent else os.environ.get(PARENT_ENV)
-        if STATE.parent is not None:
+        parent = ensure_parent()  # a sweep's parent run is made with its first job's run
+        parent_id = parent.run_id if parent else os.environ.get(PARENT_ENV)
+        if parent is not None:
             experiment_id = STATE.experiment_id
-        elif parent_id is None and (adopted := adopt_mlflow_run(client)):
+        elif parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
             parent, experiment_id = adopted
             parent_id = parent.run_id
         j = self.job
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
         tags = {"dlbench.kind": "job", "dlbench.output_dir": str(self.dir)}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
-        run = RunLogger.create(client, experiment_id, name, parent_id, tags)
+        with signals.held():  # a signal here must not leave a RUNNING run nobody will close
+            run = RunLogger.create(client, experiment_id, name, parent_id, tags)
+            self.run_log = run
         run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | self.data_facts)
-        (self.dir / "config.yaml").write_text(self.ctx.config_yaml)
-        (self.dir / "overrides.yaml").write_text("".join(f"- {o}\n" for o in self.ctx.overrides) or "[]\n")
+        (self.dir / "config.yaml").write_text(mask(self.ctx.config_yaml))
+        overrides = "".join(f"- {mask(o)}\n" for o in self.ctx.overrides) or "[]\n"
+        (self.dir / "overrides.yaml").write_text(overrides)
         run.artifact(self.dir / "config.yaml")
         run.artifact(self.dir / "overrides.yaml")
         log.info("%s: MLflow run %s", self.ctx.label, run.run_id)
@@ -202,7 +235,7 @@ class JobRunner:
 
     def _write_job(self) -> Path:
         path = self.dir / "job.json"
-        path.write_text(json.dumps(self.job.to_dict(), indent=1))
+        path.write_text(mask(json.dumps(self.job.to_dict(), indent=1)))  # the worker needs no credentials
         return path
 
     def _start_telemetry(self) -> tuple[Sampler | None, NvmlReader | None]:
@@ -223,12 +256,15 @@ class JobRunner:
         sampler = Sampler(readers, self.job.telemetry.interval_s, self.dir / "telemetry.csv")
         return sampler.start(), gpu
 
-    def _finish(self, status: str, failure: str | None, samples: list[dict[str, float]]) -> None:
+    def _finish(self, status: str, failure: Failure | None, samples: list[dict[str, float]]) -> None:
         """Log everything collected, whatever the outcome, then close the run."""
         run = self.run_log
         metrics: dict[str, float] = {}
         try:
             metrics = summarize_job(self.records, samples)
+            if status != "FINISHED" and "throughput" in metrics:
+                # a search on `throughput` must find finished runs only; the windows stay as a series
+                metrics["throughput_partial"] = metrics.pop("throughput")
             run.metrics(metrics)
             self._log_repeats()
             run.series(samples)
@@ -248,9 +284,10 @@ class JobRunner:
                 else ""
             )
             log.info(
-                "%s: %.2f samples/s (p5 %.2f, p95 %.2f%s)",
+                "%s: %.2f %s/s (p5 %.2f, p95 %.2f%s)",
                 self.ctx.label,
                 metrics["throughput"],
+                self.progress.unit,
                 metrics["throughput_p05"],
                 metrics["throughput_p95"],
                 spread,
@@ -266,17 +303,14 @@ class JobRunner:
                 self.run_log.metrics(series, step=i, timestamp=rec.windows[-1]["t"])
 
     def _log_tags_and_artifacts(
-        self, status: str, failure: str | None, samples: list[dict[str, float]], metrics: dict[str, float]
+        self, status: str, failure: Failure | None, samples: list[dict[str, float]], metrics: dict[str, float]
     ) -> None:
         run = self.run_log
         done = next((r.done for r in reversed(self.records) if r.done), None)
-        error = next((r.error for r in reversed(self.records) if r.error), None)
         built = next((r.built for r in self.records if r.built), None)
         tags: dict[str, Any] = {"dlbench.status": status}
         if failure:
-            tags["failure"] = failure
-        if error:
-            tags["failure.message"] = error["message"][:5000]
+            tags["failure"], tags["failure.message"] = failure.kind, failure.message
         if metrics.get("throughput_spread", 0.0) > SPREAD_FLAG:
             tags["dlbench.spread_flag"] = "high"
             log.warning(
@@ -293,15 +327,22 @@ class JobRunner:
                 self.ctx.label,
                 metrics["loss_last"],
             )
-        precision = done["precision"] if done else {}
+        precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
+        tags.update({f"run.{k}": v for k, v in run_facts.items()})
         run.tags(tags)
         warmups = [span for r in self.records if (span := r.warmup_span())]
         png = self.dir / "telemetry.png"
         if plot_telemetry(samples, png, self.records[0].t_start, warmups, f"{self.ctx.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
-        env = {"host": host_facts(), "versions": built["versions"] if built else {}, "precision": precision}
+        env = {
+            "host": host_facts(),
+            "versions": built["versions"] if built else {},
+            "precision": precision,
+            "run": run_facts,
+            "env": framework_env() | self.thread_env,
+        }
         (self.dir / "environment.json").write_text(json.dumps(env, indent=2))
         run.artifact(self.dir / "environment.json")
         log_path = self.dir / "worker.log"

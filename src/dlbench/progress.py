@@ -11,6 +11,7 @@ log = logging.getLogger("dlbench")
 class Progress:
     def __init__(self, label: str, warmup_steps: int, windows: int, steps_per_window: int) -> None:
         self.label = label
+        self.unit = "samples"  # the task's throughput unit, once the worker has said it (built event)
         self.windows = windows
         self.k = steps_per_window
         self.total = warmup_steps + windows * steps_per_window
@@ -36,9 +37,11 @@ class Progress:
     def window(self, index: int, throughput: float) -> None:
         if self._bar is not None:
             self._bar.update(self.k)
-            self._bar.set_postfix_str(f"{throughput:,.1f} samples/s")
+            self._bar.set_postfix_str(f"{throughput:,.1f} {self.unit}/s")
         else:
-            log.info("%s: window %d/%d: %.2f samples/s", self.label, index + 1, self.windows, throughput)
+            log.info(
+                "%s: window %d/%d: %.2f %s/s", self.label, index + 1, self.windows, throughput, self.unit
+            )
 
     def close(self) -> None:
         if self._bar is not None:

@@ -64,7 +64,7 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
     if windows:
         out.update(_window_figures(records, windows))
         out.update(_telemetry_figures(records, samples, windows))
-    skipped = [r.done["precision"].get("data_skipped") for r in records if r.done]
+    skipped = [r.done.get("run", {}).get("data_skipped") for r in records if r.done]
     if any(x is not None for x in skipped):
         out["data_skipped"] = float(max(x or 0 for x in skipped))
     mems = [r.done["framework_mem_bytes"] for r in records if r.done and r.done.get("framework_mem_bytes")]
@@ -74,13 +74,13 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
 
 
 def _window_figures(records: list[RepeatRecord], windows: list[dict[str, Any]]) -> dict[str, float]:
-    batch = windows[0]["samples"] // windows[0]["steps"]
-    out = summarize_windows([w["throughput"] for w in windows], batch)
+    per_step = sum(w["samples"] for w in windows) / sum(w["steps"] for w in windows)  # units, may vary
+    out = summarize_windows([w["throughput"] for w in windows], per_step)
     medians = [r.median_throughput for r in records if r.windows]
     if len(medians) > 1:
         median = statistics.median(medians)
         out["throughput"] = median
-        out["step_time_ms"] = 1000.0 * batch / median
+        out["step_time_ms"] = 1000.0 * per_step / median
         out["throughput_spread"] = (max(medians) - min(medians)) / median
         out["repeats_done"] = len(medians)
     xs = sorted(w["throughput"] for w in windows)

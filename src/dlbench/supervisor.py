@@ -26,8 +26,11 @@ class WorkerTimeout(RuntimeError):
 
 
 class Worker:
-    def __init__(self, python: str, job_path: Path, log_path: Path) -> None:
+    def __init__(
+        self, python: str, job_path: Path, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.python = python
+        self.extra_env = env or {}  # e.g. the framework's thread settings, read before its pools start
         self.job_path = job_path
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
@@ -39,6 +42,7 @@ class Worker:
         # The worker may run under another interpreter that has no dlbench installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC_DIR), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.extra_env)
         cmd = [self.python, "-m", "dlbench.worker", "--job", str(self.job_path), "--events-fd", str(write_fd)]
         try:
             with open(self.log_path, "ab") as log:

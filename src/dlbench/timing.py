@@ -1,5 +1,7 @@
 """The timing method (docs/architecture.md, "Timing"): warm-up, then windows of k steps that are
-device-synchronized only at their edges; each window yields one samples/s figure."""
+device-synchronized only at their edges; each window yields one throughput figure in the task's unit
+(images/s, target tokens/s, samples/s): the units the window's steps really consumed, as the bench's
+source counted them on the host, over the window's seconds."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dlbench.backends.base import Bench
 from dlbench.config import ScheduleConfig
+from dlbench.core.bench import Bench
 
 Emit = Callable[..., None]
 
@@ -26,11 +28,11 @@ def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
 
 
 def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_step=None) -> list[float]:
-    """Run the timed windows, emitting one `window` event each; return the per-window samples/s."""
+    """Run the timed windows, emitting one `window` event each; return the per-window units/s."""
     k = schedule.steps_per_window
     out: list[float] = []
     for index in range(schedule.windows):
-        wait0 = bench.data_wait_s()
+        wait0, units0 = bench.data_wait_s(), bench.units()
         wall = time.time()
         start = time.perf_counter()
         for i in range(k):
@@ -39,13 +41,14 @@ def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_s
             bench.step()
         bench.sync()
         seconds = time.perf_counter() - start
-        throughput = k * bench.samples_per_step / seconds
+        units = bench.units() - units0
+        throughput = units / seconds
         out.append(throughput)
         emit(
             "window",
             index=index,
             steps=k,
-            samples=k * bench.samples_per_step,
+            samples=units,
             seconds=seconds,
             throughput=throughput,
             loss=bench.loss(),
@@ -55,8 +58,9 @@ def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_s
     return out
 
 
-def summarize(throughputs: list[float], samples_per_step: int) -> dict[str, Any]:
-    """Median throughput with p5/p95 and coefficient of variation over windows."""
+def summarize(throughputs: list[float], units_per_step: float) -> dict[str, Any]:
+    """Median throughput with p5/p95 and coefficient of variation over windows; step_time_ms is the
+    time of a step of `units_per_step` units (the mean over the windows when batches vary)."""
     xs = sorted(throughputs)
     median = statistics.median(xs)
     mean = statistics.fmean(xs)
@@ -65,7 +69,7 @@ def summarize(throughputs: list[float], samples_per_step: int) -> dict[str, Any]
         "throughput_p05": percentile(xs, 5),
         "throughput_p95": percentile(xs, 95),
         "throughput_cv": (statistics.pstdev(xs) / mean) if mean else 0.0,
-        "step_time_ms": 1000.0 * samples_per_step / median if median else 0.0,
+        "step_time_ms": 1000.0 * units_per_step / median if median else 0.0,
     }
 
 

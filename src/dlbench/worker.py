@@ -16,8 +16,10 @@ import time
 import traceback
 
 from dlbench import events
-from dlbench.backends.base import BackendUnavailable, load_backend
+from dlbench.backends.base import load_backend
+from dlbench.backends.threads import apply_threads, thread_env
 from dlbench.config import ConfigError, JobConfig
+from dlbench.core.bench import BackendUnavailable
 from dlbench.timing import timed_windows, warm_up
 
 EXIT_CONFIG = 3
@@ -59,10 +61,14 @@ def _versions(backend, job: JobConfig) -> dict[str, str]:
 
 def run(job: JobConfig, emit: events.EventWriter) -> None:
     t0 = time.perf_counter()
+    threads: dict[str, int] = {}
     if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
         from dlbench.data import bench as backend
     else:
+        # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
+        os.environ.update(thread_env(job.framework.name, job.threads))
         backend = load_backend(job.framework.name)
+        threads = apply_threads(job.framework.name, job.threads)
     import_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     bench = backend.build(job)
@@ -73,8 +79,10 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         build_s=build_s,
         params=bench.params(),
         device=bench.device,
-        samples_per_step=bench.samples_per_step,
+        unit=bench.unit,
+        batch_size=job.batch_size,
         versions=_versions(backend, job),
+        threads=threads,
     )
     try:
         warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
@@ -83,11 +91,11 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         if job.debug.fault == "nan_loss":  # what a diverged training reports
             bench.loss = lambda: float("nan")
         timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
-        precision, memory = bench.precision_report(), bench.memory()
+        precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.
         stats = getattr(backend, "model_stats", None)
         gflops = stats(job.model)["gflops"] if stats else None
-        emit.emit(events.DONE, precision=precision, framework_mem_bytes=memory, gflops=gflops)
+        emit.emit(events.DONE, precision=precision, run=run_facts, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
 

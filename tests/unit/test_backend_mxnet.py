@@ -36,11 +36,12 @@ STATS_SCRIPT = (
 import json
 from dlbench.backends.base import BackendUnavailable
 from dlbench.backends.mxnet import build, model_stats
-from dlbench.config import JobConfig, ModelConfig
+from dlbench.config import JobConfig
+from dlbench.tasks.classification import ClassificationConfig as Model
 out = {
-    "resnet50": model_stats(ModelConfig(name="resnet50")),
-    "vgg16": model_stats(ModelConfig(name="vgg16", image_size=32)),
-    "resnet_cifar": model_stats(ModelConfig(name="resnet_cifar", image_size=32, num_classes=10, depth=56)),
+    "resnet50": model_stats(Model(name="resnet50")),
+    "vgg16": model_stats(Model(name="vgg16", image_size=32)),
+    "resnet_cifar": model_stats(Model(name="resnet_cifar", image_size=32, num_classes=10, depth=56)),
 }
 """
     + cuda_probe("mxnet")
@@ -113,8 +114,11 @@ def test_fp32_jobs_run_through_the_worker(runs: dict, name: str) -> None:
     precision = done["precision"]
     assert precision["compute_dtype"] == "float32"
     assert precision["param_dtype"] == "float32"
-    assert precision["hybridized"] is JOBS[name]["hybridize"]
+    assert precision["first_layer"].endswith("(Convolution)") and precision["last_layer"].endswith(
+        "(FullyConnected)"
+    )
     assert precision["amp_cast_ops"] == 0
+    assert done["run"]["hybridized"] is JOBS[name]["hybridize"]
     if JOBS[name]["mode"] == "train":
         # a real host float (it may approach 0: the net fits its one synthetic batch within a few steps)
         assert all(isinstance(w["loss"], float) and math.isfinite(w["loss"]) for w in windows)
@@ -131,6 +135,7 @@ def test_amp_on_cpu_computes_bfloat16_or_says_why_not(runs: dict) -> None:
         assert precision["compute_dtype"] == "bfloat16"
         assert precision["param_dtype"] == "float32"
         assert precision["amp_cast_ops"] > 0
+        assert precision["last_layer_dtype"] == "bfloat16"
         assert precision["autocast"].startswith("cpu/bfloat16")
         if "gflops" in done:  # model_stats reads the AMP-rewritten graph (amp_cast before each conv)
             assert done["gflops"] == pytest.approx(RESNET20_GFLOPS_32, rel=1e-6)

@@ -37,11 +37,13 @@ STATS_SCRIPT = (
 import json
 from dlbench.backends.base import BackendUnavailable
 from dlbench.backends.tensorflow import build, model_stats
-from dlbench.backends.tensorflow.models import build_model, trainable_params
-from dlbench.config import JobConfig, ModelConfig
+from dlbench.backends.tensorflow.models import trainable_params
+from dlbench.backends.tensorflow.models.classification import build_model
+from dlbench.config import JobConfig
+from dlbench.tasks.classification import ClassificationConfig
 
 def spec(name, classes):
-    return ModelConfig(name=name, image_size=32, num_classes=classes, depth=56 if name == "resnet_cifar" else None)
+    return ClassificationConfig(name=name, image_size=32, num_classes=classes, depth=56 if name == "resnet_cifar" else None)
 
 out = {"stats": {}, "params": {}}
 # model_stats builds (and counts) one class count per model; build_model the other.
@@ -112,12 +114,17 @@ def test_jobs_run_through_the_worker(runs: dict, name: str) -> None:
     windows = by_kind["window"]
     assert len(windows) == 2 and all(w["throughput"] > 0 for w in windows)
     precision = by_kind["done"][0]["precision"]
-    assert precision["compute_dtype"] == JOBS[name]["compute"]  # observed on the conv's output tensor
-    assert precision["matmul_dtype"] == JOBS[name]["compute"]
+    # observed on the real output tensors of the first and last weight-carrying layers
+    assert precision["compute_dtype"] == JOBS[name]["compute"]
+    assert precision["first_layer"] == "stem_conv (Conv2D)" and precision["last_layer"] == "logits (Dense)"
+    assert precision["first_layer_dtype"] == precision["last_layer_dtype"] == JOBS[name]["compute"]
     assert precision["param_dtype"] == "float32"  # fp32, or mixed precision's float32 master weights
     assert precision["loss_scale"] == "none"  # bfloat16 on CPU needs no loss scaling
     assert precision["tf32"] is False
     assert by_kind["done"][0]["framework_mem_bytes"] is None
+    run = by_kind["done"][0]["run"]
+    assert run["xla"] is False and run["unit"] == "images"
+    assert run["optimizer"] == ("sgd" if JOBS[name]["mode"] == "train" else "none")
     if JOBS[name]["mode"] == "train":
         assert all(w["loss"] > 0 for w in windows)
     else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dlbench.backends.torch.bench import TorchBench, resolve_optimizer_impl
+from dlbench.backends.torch.bench import TorchBench
+from dlbench.backends.torch.optimizers import resolve_optimizer_impl
 from dlbench.config import PrecisionConfig
 from tests.worker_jobs import tiny_job
 
@@ -28,8 +29,8 @@ def test_chosen_sgd_implementation_is_used_and_trains(impl):
         bench.step()
         moved = sum(not torch.equal(a, p) for a, p in zip(before, bench.model.parameters(), strict=True))
         assert moved == len(before)
-        report = bench.precision_report()
-        assert report["optimizer"] == f"sgd/{impl}" and report["compiled"] is False
+        facts = bench.run_facts()
+        assert facts["optimizer"] == f"sgd/{impl}" and facts["compiled"] is False
     finally:
         bench.close()
 
@@ -37,20 +38,21 @@ def test_chosen_sgd_implementation_is_used_and_trains(impl):
 def test_inference_has_no_optimizer():
     job = tiny_job("torch", {"mode": "infer", "precision": PrecisionConfig()})
     bench = TorchBench(job)
-    assert bench.opt is None and bench.precision_report()["optimizer"] == "none"
+    assert bench.opt is None and bench.run_facts()["optimizer"] == "none"
     bench.close()
 
 
 def _fp16_losses(impl: str, steps: int = 8) -> list[float]:
     """A small CNN under fp16 autocast with GradScaler on the CPU, from a scale that overflows fp16 on the
     first steps (as 2**16 does on GPUs for ResNet-50): those steps are skipped by the scaler."""
-    from dlbench.backends.torch.bench import make_optimizer
+    from dlbench.backends.torch.optimizers import make_optimizer
+    from dlbench.tasks.spec import OptimizerSpec
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10)
     )
-    opt = make_optimizer(model, impl)
+    opt = make_optimizer(model, impl, OptimizerSpec("sgd", lr=0.01, momentum=0.9))
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**18)
     x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
     losses = []

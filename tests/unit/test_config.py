@@ -85,6 +85,9 @@ def test_wrong_type_is_refused_at_composition(compose):
         ({"dataset": {"name": "imagenet"}}, "dataset.path"),
         ({"framework": {"compile_mode": "fast"}}, "framework.compile_mode"),
         ({"framework": {"optimizer_impl": "apex"}}, "framework.optimizer_impl"),
+        ({"model": {"image_size": 4}}, "model.image_size"),
+        ({"model": {"num_classes": 1}}, "model.num_classes"),
+        ({"model": {"task": "segmentation"}}, "model.task"),
     ],
 )
 def test_validate_names_the_key_in_one_line(change, key):
@@ -99,3 +102,55 @@ def test_job_config_round_trips_through_a_plain_dict():
     job = JobConfig.from_dict({"model": {"name": "vgg16"}, "precision": {"name": "amp", "autocast": True}})
     again = JobConfig.from_dict(job.to_dict())
     assert again == job
+
+
+def test_a_model_key_of_another_family_is_refused_at_composition(compose):
+    with pytest.raises(Exception, match="vocab"):
+        compose(["model=vgg16", "model.vocab=32000"])
+
+
+def test_the_worker_rebuilds_the_family_schema_from_json():
+    from dlbench.tasks.classification import ClassificationConfig
+    from dlbench.tasks.test_mlp import MLPConfig
+
+    mlp = JobConfig.from_dict({"model": {"task": "test_mlp", "features": 7}})
+    assert type(mlp.model) is MLPConfig and mlp.model.features == 7
+    assert JobConfig.from_dict(mlp.to_dict()) == mlp
+    assert type(JobConfig.from_dict({}).model) is ClassificationConfig
+
+
+def test_any_family_schema_merges_into_the_job_schema(compose):
+    """The job schema's model node is the common base, so a family's schema (a subclass) replaces it."""
+    from hydra.core.config_store import ConfigStore
+
+    from dlbench.tasks.test_mlp import MLPConfig
+
+    compose()  # registers the schemas
+    schema = ConfigStore.instance().repo["dlbench_schema.yaml"].node
+    merged = OmegaConf.merge(schema, {"model": OmegaConf.structured(MLPConfig)})
+    assert OmegaConf.get_type(merged.model) is MLPConfig
+    with pytest.raises(Exception, match="image_size"):
+        OmegaConf.merge(merged, {"model": {"image_size": 32}})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["framework=tf", "framework.compile=true"], "compile"),
+        (["framework=mxnet", "framework.xla=true"], "xla"),
+        (["framework=torch", "framework.hybridize=false"], "hybridize"),
+    ],
+)
+def test_a_key_of_another_framework_is_refused_at_composition(compose, overrides, key):
+    with pytest.raises(Exception, match=key):
+        compose(overrides)
+
+
+def test_each_framework_gets_its_own_schema_back_from_json(compose):
+    from dlbench.config import MXNetConfig, TFConfig, TorchConfig
+
+    for name, cls in (("torch", TorchConfig), ("tf", TFConfig), ("mxnet", MXNetConfig)):
+        job = JobConfig.from_dict(OmegaConf.to_container(compose([f"framework={name}"]), resolve=True))
+        assert type(job.framework) is cls and JobConfig.from_dict(job.to_dict()) == job
+    tf = JobConfig.from_dict({"framework": {"name": "tf", "xla": True}}).to_dict()["framework"]
+    assert tf == {"name": "tf", "python": None, "xla": True}  # no torch or mxnet keys logged as params

@@ -78,20 +78,26 @@ TORCH = """
 import json, sys, torch
 from dlbench.backends.torch.bench import TorchBench
 from dlbench.backends.torch.dali_source import DaliSource
-from dlbench.config import JobConfig
+from dlbench.backends.torch.precision import TorchPrecision
+from dlbench.config import JobConfig, PrecisionConfig
+from dlbench.core.precision import plan_precision
 jobs = {k: JobConfig.from_dict(v) for k, v in json.loads(sys.argv[1]).items()}
 out = {}
-src = DaliSource(jobs["folder"], torch.device("cpu"), torch.contiguous_format, torch.float32)
-x, y = src.next()
-out["contiguous"] = [list(x.shape), str(x.dtype), str(y.dtype), x.is_contiguous(), y.tolist()]
+cpu = torch.device("cpu")
+fp32 = TorchPrecision(plan_precision(PrecisionConfig(), "cpu"), cpu)
+src = DaliSource(jobs["folder"], cpu, torch.contiguous_format, fp32)
+batch = src.next()
+x, y = batch.inputs[0], batch.targets[0]
+out["contiguous"] = [list(x.shape), str(x.dtype), str(y.dtype), x.is_contiguous(), y.tolist(), batch.units]
 src.close()
-src = DaliSource(jobs["recordio"], torch.device("cpu"), torch.channels_last, torch.bfloat16)
-x, y = src.next()
+pure_bf16 = TorchPrecision(plan_precision(PrecisionConfig(name="bf16", cpu_dtype="bfloat16"), "cpu"), cpu)
+src = DaliSource(jobs["recordio"], cpu, torch.channels_last, pure_bf16)
+x = src.next().inputs[0]
 out["channels_last"] = [list(x.shape), str(x.dtype), x.is_contiguous(memory_format=torch.channels_last)]
 src.close()
 bench = TorchBench(jobs["bench"])
 bench.step()
-out["bench"] = [bench.loss(), bench.precision_report()["data_skipped"]]
+out["bench"] = [bench.loss(), bench.run_facts()["data_skipped"]]
 bench.close()
 print("RESULT " + json.dumps(out))
 """
@@ -101,6 +107,7 @@ import glob, json, sys
 import tensorflow as tf
 from dlbench.backends.tensorflow.dali_source import DaliSource
 from dlbench.config import JobConfig
+from dlbench.core.bench import ExplainedSource
 from dlbench.data.validate import CorruptImageError
 jobs = {k: JobConfig.from_dict(v) for k, v in json.loads(sys.argv[1]).items()}
 out = {}
@@ -108,11 +115,12 @@ files = sorted(glob.glob(jobs["tfrecord"].dataset.path + "/train-*[0-9]"))
 spec = {"image/encoded": tf.io.FixedLenFeature((), tf.string), "image/class/label": tf.io.FixedLenFeature([1], tf.int64)}
 records = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(files)]  # checks CRCs
 out["tf_read"] = [len(records), sorted({int(r["image/class/label"][0]) for r in records})]
-src = DaliSource(jobs["tfrecord"], "/CPU:0")
-x, y = src.next()
+src = DaliSource(jobs["tfrecord"], "/CPU:0", "float32")
+batch = src.next()
+x, y = batch.inputs[0], batch.targets[0]
 out["batch"] = [x.shape.as_list(), x.dtype.name, y.dtype.name, y.numpy().tolist(), x.device]
 src.close()
-src = DaliSource(jobs["corrupt"], "/CPU:0")
+src = ExplainedSource(DaliSource(jobs["corrupt"], "/CPU:0", "float32"))  # as the skeleton wraps it
 try:
     src.next()
     out["corrupt"] = None
@@ -133,11 +141,12 @@ path = jobs["recordio"].dataset.path
 rec = mx.recordio.MXIndexedRecordIO(path + "/train.idx", path + "/train.rec", "r")
 headers = [mx.recordio.unpack(rec.read_idx(k))[0] for k in rec.keys]
 out["mx_read"] = [len(headers), sorted({int(h.label) for h in headers})]
-src = DaliSource(jobs["recordio"], mx.cpu())
-x, y = src.next()
+src = DaliSource(jobs["recordio"], mx.cpu(), "float32")
+batch = src.next()
+x, y = batch.inputs[0], batch.targets[0]
 out["batch"] = [list(x.shape), x.dtype.__name__, y.dtype.__name__, y.asnumpy().tolist(), str(x.context)]
 src.close()
-src = DaliSource(jobs["skip"], mx.cpu())
+src = DaliSource(jobs["skip"], mx.cpu(), "float32")
 for _ in range(8):
     src.next()
 out["skipped"] = src.skipped
@@ -404,8 +413,9 @@ def test_undecodable_file_dali_does_not_name_is_found(data, tmp_path):
 
 def test_torch_adapter_and_bench(adapters):
     out = _result(adapters, "torch")
-    shape, dtype, ydtype, contiguous, labels = out["contiguous"]
+    shape, dtype, ydtype, contiguous, labels, units = out["contiguous"]
     assert shape == [4, 3, SIZE, SIZE] and dtype == "torch.float32" and ydtype == "torch.int64" and contiguous
+    assert units == 4  # images in the batch, counted on the host
     assert all(0 <= v < CLASSES for v in labels)
     assert out["channels_last"] == [[4, 3, SIZE, SIZE], "torch.bfloat16", True]  # NHWC memory, NCHW view
     loss, skipped = out["bench"]
@@ -439,4 +449,6 @@ def test_mode_data_through_the_worker(adapters):
     windows = [e for e in events if e["event"] == "window"]
     assert len(windows) == 2 and all(w["throughput"] > 0 for w in windows)
     done = next(e for e in events if e["event"] == "done")
-    assert done["precision"]["data_skipped"] == CORRUPT and done["precision"]["layout"] == "NCHW"
+    assert done["run"]["data_skipped"] == CORRUPT and done["run"]["layout"] == "NCHW"
+    assert done["precision"]["compute_dtype"] == "float32"  # what the pipeline emits
+    assert [w["samples"] for w in windows] == [3 * 4, 3 * 4]  # 3 steps x batch 4 images per window

@@ -23,7 +23,7 @@ from dlbench.report.load import job_row, select
 from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
-from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking
+from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking, ensure_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_CLI = ROOT / "src" / "report.py"
@@ -42,13 +42,14 @@ def log_job(
     tags: dict[str, str] | None = None,
     series: list[dict[str, float]] | None = None,
     repeats: int = 1,
+    knobs: dict | None = None,
 ) -> str:
     """One job run as the orchestrator writes it; what = "framework model precision mode",
-    tput = (p05, median, p95)."""
+    tput = (p05, median, p95); knobs = the framework's own keys (e.g. {"compile": True})."""
     framework, model, precision, mode = what.split()
     job = JobConfig.from_dict(
         {
-            "framework": {"name": framework},
+            "framework": {"name": framework, **(knobs or {})},
             "model": {"name": model},
             "precision": {"name": precision},
             "mode": mode,
@@ -245,6 +246,39 @@ def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
     assert list(analysis.frame().diverged) == [False, True]
 
 
+def test_rows_show_the_verified_dtype_and_the_task_unit(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp")
+    verified = {"fp32": "float32", "amp": "bfloat16"}
+    for precision, tput in (("fp32", (95, 100, 105)), ("amp", (190, 200, 210))):
+        tags = {"precision.compute_dtype": verified[precision]}  # read from real layer outputs
+        run_id = log_job(client, eid, sweep.run_id, f"torch translation {precision} train", tput, tags=tags)
+        client.log_param(run_id, "throughput_unit", "target tokens")  # as the orchestrator logs it
+    sweep.finish("FINISHED")
+    [group] = analyze(select(client, uri, run_id=sweep.run_id).jobs).groups
+    table = result_table(group, show_spread=False)
+    assert "throughput (target tokens/s)" in table.headers and "energy (J/target token)" in table.headers
+    assert [r[1] for r in table.rows] == ["fp32 (float32)", "amp (bfloat16)"]
+
+
+def test_a_framework_knob_splits_only_the_runs_that_use_it(tmp_path):
+    # framework.compile is torch's alone: tf's run has no such param and belongs with eager torch
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "framework=torch,tf")
+    log_job(client, eid, sweep.run_id, "torch resnet50 fp32 train", (95, 100, 105))
+    log_job(client, eid, sweep.run_id, "torch resnet50 fp32 train", (145, 150, 155), knobs={"compile": True})
+    log_job(client, eid, sweep.run_id, "tf resnet50 fp32 train", (76, 80, 84))
+    sweep.finish("FINISHED")
+    groups = analyze(select(client, uri, run_id=sweep.run_id).jobs).groups
+    tables = {g.title: sorted(e.job.framework for e in g.entries) for g in groups}
+    assert tables == {
+        "resnet50 train": ["tf", "torch"],
+        "resnet50 train (framework.compile=True)": ["torch"],
+    }
+
+
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):
     [failed] = sweep_analysis.failed
     assert (failed.framework, failed.status, failed.failure) == ("mxnet", "FAILED", "oom")
@@ -377,7 +411,7 @@ def hook_sweep(cfg, uri: str) -> tuple[MlflowClient, str]:
     cb = SweepTracking()
     cb.on_multirun_start(config=cfg)
     client, eid = open_store(uri, "dlbench")
-    parent = STATE.parent.run_id
+    parent = ensure_parent().run_id  # what the sweep's first job run does
     log_job(client, eid, parent, "torch resnet50 fp32 train", (95, 100, 105), metrics=GPU)
     log_job(client, eid, parent, "torch resnet50 amp train", (190, 200, 210), metrics=GPU)
     STATE.finished += ["job 0", "job 1"]

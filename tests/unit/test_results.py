@@ -27,7 +27,11 @@ def record(t0: float, throughputs: list[float], power: float | None = None) -> R
             }  # fmt: skip
         )
         t += 1.0
-    rec.done = {"framework_mem_bytes": 3 * 2**20, "precision": {"compute_dtype": "float32"}}
+    rec.done = {
+        "framework_mem_bytes": 3 * 2**20,
+        "precision": {"compute_dtype": "float32"},
+        "run": {"data_skipped": 2, "optimizer": "sgd/foreach"},
+    }
     return rec
 
 
@@ -47,7 +51,15 @@ def test_single_repeat_figures():
     assert out["energy_j_per_sample"] == pytest.approx(out["energy_j_power"] / 300)
     assert "energy_j_counter" not in out  # no energy counter in these readings
     assert out["framework_mem_mib_max"] == 3.0
+    assert out["data_skipped"] == 2.0  # a run fact, not a precision fact
     assert "throughput_spread" not in out
+
+
+def test_step_time_uses_the_mean_units_per_step_when_batches_vary():
+    rec = record(100.0, [100.0, 100.0])
+    rec.windows[0]["samples"], rec.windows[1]["samples"] = 80, 120  # token counts differ per batch
+    out = summarize_job([rec], [])
+    assert out["step_time_ms"] == pytest.approx(1000.0 * 100 / 100.0)
 
 
 def test_repeats_report_median_of_medians_and_spread():

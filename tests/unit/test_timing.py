@@ -14,13 +14,17 @@ from dlbench.timing import percentile, summarize, timed_windows, warm_up
 class CountingBench:
     """A CPU workload with a known cost per step, to check what the timer counts."""
 
-    samples_per_step = 4
     device = "cpu"
+    unit = "images"
 
     def __init__(self, step_s: float) -> None:
         self.step_s = step_s
         self.steps = 0
         self.syncs = 0
+        self.per_step = [4]  # units of each step's batch, cycled
+
+    def units(self) -> int:
+        return sum(self.per_step[i % len(self.per_step)] for i in range(self.steps))
 
     def step(self) -> None:
         time.sleep(self.step_s)
@@ -47,6 +51,16 @@ def test_windows_sync_only_at_edges_and_measure_the_steps():
     assert events[-1]["loss"] == pytest.approx(1 / 15)
 
 
+def test_windows_count_the_units_each_step_really_processed():
+    # A translation batch holds a different number of target tokens each step: the window sums them.
+    bench = CountingBench(step_s=0.0)
+    bench.per_step = [30, 50, 70]
+    events = []
+    timed_windows(bench, ScheduleConfig(steps_per_window=3, windows=2), lambda e, **d: events.append(d))
+    assert [e["samples"] for e in events] == [150, 150]
+    assert all(e["throughput"] == pytest.approx(150 / e["seconds"]) for e in events)
+
+
 def test_warm_up_reports_each_step():
     bench = CountingBench(step_s=0.0)
     seen = []
@@ -55,7 +69,7 @@ def test_warm_up_reports_each_step():
 
 
 def test_summary_statistics():
-    stats = summarize([10.0, 30.0, 20.0, 40.0, 50.0], samples_per_step=10)
+    stats = summarize([10.0, 30.0, 20.0, 40.0, 50.0], units_per_step=10)
     assert stats["throughput"] == 30.0
     assert stats["throughput_p05"] == pytest.approx(12.0)
     assert stats["throughput_p95"] == pytest.approx(48.0)

@@ -8,11 +8,11 @@ and prefetch), so "data" throughput is the ceiling the loader puts on that train
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from dlbench.backends.base import BackendUnavailable
 from dlbench.config import JobConfig
+from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.core.precision import plan_precision
 from dlbench.data.pipelines import ImagePipeline, cuda_device_count
 
 
@@ -24,6 +24,20 @@ def preferred_layout(framework: str, on_gpu: bool) -> str:
     return "NCHW"
 
 
+class _PipelineRuns:
+    """One batch = one `pipe.run()`; its outputs are kept as the batch's inputs (alive until the next)."""
+
+    def __init__(self, pipeline: ImagePipeline) -> None:
+        self.pipeline = pipeline
+        self.skipped = pipeline.skipped
+
+    def next(self) -> Batch:
+        return Batch(tuple(self.pipeline.pipe.run()), (), self.pipeline.batch_size)
+
+    def close(self) -> None:
+        self.pipeline.close()
+
+
 class DataBench:
     """Bench protocol over a DALI pipeline: one step = one batch delivered."""
 
@@ -33,41 +47,39 @@ class DataBench:
             raise BackendUnavailable("device=cuda: DALI sees no CUDA GPU here; use device=cpu or device=auto")
         device_id = 0 if gpus else None
         self.device = "cuda:0" if gpus else "cpu"
-        self.samples_per_step = job.batch_size
+        self.unit = "images"
         layout = preferred_layout(job.framework.name, gpus > 0)
-        self.pipeline = ImagePipeline(job, device_id, layout)
-        self._busy = 0.0
-        self._outputs: Any = None
+        dtype = plan_precision(job.precision, "cuda" if gpus else "cpu").input_dtype
+        self.pipeline = ImagePipeline(job, device_id, layout, dtype)
+        self.source = TimedSource(ExplainedSource(_PipelineRuns(self.pipeline)))
+        self._outputs: Batch | None = None
 
     def step(self) -> None:
-        t = time.perf_counter()
-        try:
-            self._outputs = self.pipeline.pipe.run()
-        except RuntimeError as exc:
-            if (err := self.pipeline.explain(exc)) is not None:
-                raise err from exc
-            raise
-        finally:
-            self._busy += time.perf_counter() - t
+        self._outputs = self.source.next()
 
     def sync(self) -> None:
         """Nothing to wait for: run() returned host-synchronous outputs."""
+
+    def units(self) -> int:
+        return self.source.units
 
     def loss(self) -> float | None:
         return None
 
     def data_wait_s(self) -> float:
-        return self._busy  # all of a data step is waiting for data
+        return self.source.wait_s  # all of a data step is waiting for data
 
     def memory(self) -> int | None:
         return None
 
     def precision_report(self) -> dict[str, Any]:
+        return {"compute_dtype": self.pipeline.dtype}  # what the pipeline emits: no model computes here
+
+    def run_facts(self) -> dict[str, Any]:
         import nvidia.dali
 
         p = self.pipeline
         return {
-            "compute_dtype": p.dtype,  # what the pipeline emits: no model computes here
             "layout": p.layout,
             "decode": p.decode,
             "dataset_format": p.dataset.format,
@@ -81,7 +93,7 @@ class DataBench:
 
     def close(self) -> None:
         self._outputs = None
-        self.pipeline.close()
+        self.source.close()
 
 
 # The worker treats this module as the backend for mode=data (build + versions, as backends do).

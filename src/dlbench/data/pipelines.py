@@ -3,8 +3,9 @@
 One builder serves every framework: the caller (a backend's dali_source, or the `mode=data` bench)
 says where the batch must land (`device_id`: a GPU index, or None for a CPU-only pipeline), which
 layout its model wants ("NHWC" for torch channels_last and TF, "NCHW" for MXNet and torch on CPU) and
-in which float type. `crop_mirror_normalize` writes that layout and dtype directly, so no framework
-ever transposes or casts a batch.
+in which float type (`dtype`: the precision plan's input_dtype, dlbench.core.precision; float16 or
+float32, DALI has no bfloat16). `crop_mirror_normalize` writes that layout and dtype directly, so no
+framework ever transposes or casts a batch.
 
 Train: random-resized crop (fused into the decoder, so libjpeg-turbo / nvJPEG decode only the ROI),
 resize to model.image_size, random horizontal flip, ImageNet mean/std normalization.
@@ -54,15 +55,6 @@ _LABEL_DTYPES = {"int32": types.INT32, "int64": types.INT64, "float32": types.FL
 SCAN_THREADS = min(16, (os.cpu_count() or 2) * 2)
 
 
-def output_dtype(job: JobConfig, on_gpu: bool) -> str:
-    """The dtype the pipeline should emit: float16 when the job computes in float16 on that device
-    (fp16 AMP or pure fp16 on a GPU: halves the host->device and pipeline bytes, and autocast casts
-    the input to float16 anyway), else float32. bfloat16 jobs get float32 (DALI has no bfloat16;
-    the framework casts, or autocast does)."""
-    compute = job.precision.dtype if on_gpu else job.precision.cpu_dtype
-    return "float16" if compute == "float16" else "float32"
-
-
 def decode_device(job: JobConfig, device_id: int | None) -> str:
     """'mixed' (GPU decode) or 'cpu' for data.decode and whether the pipeline has a GPU."""
     choice = job.data.decode
@@ -83,7 +75,7 @@ class ImagePipeline:
         job: JobConfig,
         device_id: int | None,
         layout: str = "NHWC",
-        dtype: str | None = None,
+        dtype: str = "float32",
         label_dtype: str = "int32",
         batch_size: int | None = None,
         build: bool = True,
@@ -93,7 +85,9 @@ class ImagePipeline:
         self.job = job
         self.device_id = device_id
         self.layout = layout
-        self.dtype = dtype or output_dtype(job, device_id is not None)
+        if dtype not in _DALI_DTYPES:
+            raise ValueError(f"dtype={dtype!r}: a DALI pipeline emits one of {sorted(_DALI_DTYPES)}")
+        self.dtype = dtype
         self.label_dtype = label_dtype
         self.batch_size = batch_size or job.batch_size
         self.decode = decode_device(job, device_id)

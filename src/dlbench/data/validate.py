@@ -98,10 +98,11 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
     _check_data_settings(job)
     ds.path = resolve_path(job)
     layout = resolve_layout(job)
-    if layout.classes and len(layout.classes) > job.model.num_classes:
+    outputs = getattr(job.model, "num_classes", None)  # a classification family's key
+    if layout.classes and outputs is not None and len(layout.classes) > outputs:
         raise ConfigError(
             f"dataset {layout.root} has {len(layout.classes)} classes but model.num_classes="
-            f"{job.model.num_classes}: use a model with as many outputs (model.num_classes={len(layout.classes)})"
+            f"{outputs}: use a model with as many outputs (model.num_classes={len(layout.classes)})"
         )
     if layout.num_samples < job.data.num_shards:
         raise ConfigError(

@@ -89,6 +89,11 @@ class Group:
         return f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
 
     @property
+    def unit(self) -> str:
+        """What the group's throughput counts (one model: one task, one unit)."""
+        return self.entries[0].job.unit if self.entries else "samples"
+
+    @property
     def slug(self) -> str:
         raw = f"{self.model}-{self.mode}" + (f"-{self.variant}" if self.variant else "")
         return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()
@@ -119,6 +124,7 @@ class Group:
                     "cpu_util": j.metric("cpu_util_mean"),
                     "energy_j_per_sample": j.metric("energy_j_per_sample"),
                     "warmup_s": j.metric("warmup_s"),
+                    "threads": j.threads,
                     "run_id": j.run_id,
                 }
             )
@@ -184,9 +190,19 @@ def _variants(jobs: list[JobRow]) -> dict[str, str]:
         by_group.setdefault((j.model, j.mode), []).append(j)
     for members in by_group.values():
         keys = sorted({k for j in members for k in j.variant_params})
-        varying = [k for k in keys if len({j.variant_params.get(k) for j in members}) > 1]
-        for j in members:
-            out[j.run_id] = ", ".join(f"{k}={j.variant_params.get(k)}" for k in varying)
+        labels: dict[str, list[str]] = {j.run_id: [] for j in members}
+        for k in keys:
+            having = [j for j in members if k in j.variant_params]
+            values = [j.variant_params[k] for j in having]
+            if len(set(values)) < 2:
+                continue
+            # A key only some runs have (a framework's own knob: framework.compile is torch's) labels
+            # the runs that leave its usual value; the others run as the frameworks without it do.
+            usual = None if len(having) == len(members) else max(sorted(set(values)), key=values.count)
+            for j in having:
+                if j.variant_params[k] != usual:
+                    labels[j.run_id].append(f"{k}={j.variant_params[k]}")
+        out.update({run_id: ", ".join(parts) for run_id, parts in labels.items()})
     return out
 
 
@@ -214,7 +230,21 @@ def analyze(jobs: list[JobRow]) -> Analysis:
         by_group.setdefault((model, mode, var), []).append(j)
     groups = [_group(model, mode, var, members) for (model, mode, var), members in sorted(by_group.items())]
     findings = [f for g in groups for f in _findings(g)]
-    return Analysis(groups, failed, findings, hidden)
+    return Analysis(groups, failed, findings, hidden, notes=_thread_notes(list(latest_ok.values())))
+
+
+def _thread_notes(jobs: list[JobRow]) -> list[str]:
+    """Say so when runs of one model and mode used different CPU thread counts: their tables are kept
+    apart (threads.* are variant params), so no sentence compares them."""
+    notes = []
+    for model, mode in sorted({(j.model, j.mode) for j in jobs}):
+        counts = sorted({j.threads for j in jobs if (j.model, j.mode) == (model, mode) and j.threads})
+        if len(counts) > 1:
+            notes.append(
+                f"{model} {mode}: runs used different CPU threads (intra/inter-op {', '.join(counts)}); "
+                "they are in separate tables and not compared with each other (set threads=N to compare)."
+            )
+    return notes
 
 
 def _group(model: str, mode: str, variant: str, jobs: list[JobRow]) -> Group:

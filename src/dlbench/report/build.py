@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.secrets import mask
 from dlbench.report import charts
 from dlbench.report.analysis import Analysis, analyze
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
@@ -98,9 +99,9 @@ def build_report(
 
     title = selection.title
     md = out_dir / MARKDOWN
-    md.write_text(to_markdown(title, blocks), encoding="utf-8")
+    md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
-    page.write_text(to_html(title, blocks), encoding="utf-8")
+    page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
     return Report(out_dir, md, page, images, selection, analysis)
 
 
@@ -112,8 +113,12 @@ def _subject(sel: Selection) -> str:
 
 def _table_note(analysis: Analysis) -> str:
     note = (
-        "Throughput: median of the timed windows, samples/s. × fp32: over the same framework at fp32. "
+        "Throughput: median of the timed windows, in the unit each table names (images/s, target tokens/s, "
+        "samples/s). Precision: as configured, with the compute dtype verified on real layer outputs. "
+        "× fp32: over the same framework at fp32. "
         "× fastest framework: over the fastest framework at the same precision. "
+        "CPU threads: intra-op/inter-op threads the framework reported using; runs are compared only at "
+        "equal counts. "
         f"{DASH}: not measured"
     )
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
@@ -151,4 +156,5 @@ def _overview(sel: Selection, analysis: Analysis) -> Block:
         + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
     )
+    b.bullets.extend(analysis.notes)
     return b

@@ -93,7 +93,7 @@ def throughput_chart(group: Group, path: Path) -> Path | None:
 
     _grouped_bars(ax, len(frameworks), precisions, value, "{:.3g}")
     ax.set_xticks(range(len(frameworks)), frameworks)
-    ax.set_ylabel("samples/s (median)")
+    ax.set_ylabel(f"{group.unit}/s (median)")
     ax.set_title(f"Throughput: {group.title} — bars median, whiskers p5–p95", fontsize=10)
     ax.legend(title="precision", fontsize=8, title_fontsize=8)
     ax.grid(axis="y", alpha=0.3)

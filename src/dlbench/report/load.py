@@ -16,6 +16,7 @@ from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.secrets import mask
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
 from dlbench.tracking.resume import reused_filter
 
@@ -46,20 +47,24 @@ SUMMARY_METRICS = (
     "loss_first",
     "loss_last",
 )
-# Params that make two runs of one framework x model x precision x mode different measurements.
+# Params that make two runs of one framework x model x precision x mode different measurements, beside
+# every model-family key (model.*, whatever the family: image_size, depth, vocabulary...).
 # Only those that differ inside a (model, mode) group end up in the group's "variant" label.
 VARIANT_PARAMS = (
     "batch_size",
-    "model.image_size",
-    "model.depth",
-    "model.num_classes",
     "dataset.name",
     "device",
     "framework.compile",
     "framework.xla",
     "framework.hybridize",
     "data.decode",
+    # CPU threads the framework reported using (threads.* params): runs at different counts are never
+    # compared with each other, so a framework left on one thread cannot lose to one given two.
+    "threads.intra_op",
+    "threads.inter_op",
 )
+NOT_VARIANT_MODEL_PARAMS = ("model.name", "model.task", "model.batch_size", "model.params", "model.gflops")
+UNIT_PARAM = "throughput_unit"  # the task's throughput unit, logged by the orchestrator
 GPU_SERIES = "gpu0/util"
 CPU_SERIES = "host/cpu_util"
 
@@ -89,13 +94,21 @@ class JobRow:
     gpu_flag: str | None = None  # "shared": another process used the GPU during the job
     clock_flag: str | None = None  # "throttled" and/or "clock-drop" in the timed phase
     reused: bool = False  # not run by this sweep: resume=true found this FINISHED run of its configuration
+    compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
+    unit: str = "samples"  # what throughput counts: images, target tokens, samples
     repeats: int = 1
     device: str | None = None
     gpu_name: str | None = None
     host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
+    threads: str | None = None  # "intra/inter-op" threads the framework reported, e.g. "2/2"
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
+
+    @property
+    def precision_label(self) -> str:
+        """The configured precision with what was verified, e.g. "amp (bfloat16)"."""
+        return f"{self.precision} ({self.compute_dtype})" if self.compute_dtype else self.precision
 
 
 @dataclass
@@ -131,7 +144,7 @@ class Selection:
 
 def list_hint(uri: str) -> str:
     """The command that lists what a store holds (quoted in every input error)."""
-    return f"python src/report.py --list --uri {uri}"
+    return f"python src/report.py --list --uri {mask(uri)}"
 
 
 def open_client(uri: str) -> MlflowClient:
@@ -226,6 +239,10 @@ def _is_job(run: Run) -> bool:
     return run.data.tags.get(KIND_TAG) != "sweep" and "framework.name" in run.data.params
 
 
+def _is_variant_param(key: str) -> bool:
+    return key in VARIANT_PARAMS or (key.startswith("model.") and key not in NOT_VARIANT_MODEL_PARAMS)
+
+
 def job_row(run: Run) -> JobRow:
     """Flatten one job run (params are the flattened job config, see orchestrator._open_run)."""
     p, m, t = run.data.params, run.data.metrics, run.data.tags
@@ -241,17 +258,22 @@ def job_row(run: Run) -> JobRow:
         mode=p.get("mode", "?"),
         start_ms=run.info.start_time or 0,
         metrics={k: float(m[k]) for k in SUMMARY_METRICS if k in m},
-        variant_params={k: p[k] for k in VARIANT_PARAMS if k in p},
+        variant_params={k: v for k, v in p.items() if _is_variant_param(k)},
         failure=t.get("failure"),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
         loss_flag=t.get(LOSS_FLAG_TAG),
         gpu_flag=t.get(GPU_FLAG_TAG),
         clock_flag=t.get(CLOCK_FLAG_TAG),
+        compute_dtype=t.get("precision.compute_dtype"),
+        unit=p.get(UNIT_PARAM, "samples"),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
         device=t.get("device"),
         gpu_name=t.get("gpu.gpu0_name"),
         host={k.removeprefix("host."): v for k, v in t.items() if k.startswith("host.")},
+        threads=f"{p['threads.intra_op']}/{p.get('threads.inter_op', '?')}"
+        if "threads.intra_op" in p
+        else None,
     )
 
 

@@ -66,7 +66,8 @@ class Block:
 
 def result_table(group: Group, show_spread: bool) -> Table:
     """The per-(model, mode) table as text cells; '–' wherever a metric was not logged."""
-    headers = ["framework", "precision", "throughput (samples/s)", "p5–p95"]
+    unit = group.unit
+    headers = ["framework", "precision", f"throughput ({unit}/s)", "p5–p95"]
     if show_spread:
         headers.append("repeat spread")
     headers += [
@@ -76,8 +77,9 @@ def result_table(group: Group, show_spread: bool) -> Table:
         "GPU mem peak (MiB)",
         "framework mem peak (MiB)",
         "CPU util",
-        "energy (J/sample)",
+        f"energy (J/{unit.removesuffix('s')})",
         "warm-up (s)",
+        "CPU threads",
     ]
     rows = []
     for e in group.entries:
@@ -87,7 +89,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         marks += ([SHARED] if j.gpu_flag else []) + ([j.clock_flag] if j.clock_flag else [])
         suffix = "".join(f" {FLAG} {m}" for m in marks)
         framework = f"{j.framework} {REUSED}" if j.reused else j.framework
-        row = [framework, j.precision, fmt_throughput(j.metric("throughput")) + suffix]
+        row = [framework, j.precision_label, fmt_throughput(j.metric("throughput")) + suffix]
         row.append(DASH if _missing(p05) or _missing(p95) else f"{fmt_throughput(p05)}–{fmt_throughput(p95)}")
         if show_spread:
             spread = j.metric("throughput_spread")
@@ -102,6 +104,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
             fmt(j.metric("cpu_util_mean"), ".0f", "%"),
             fmt(j.metric("energy_j_per_sample"), "#.3g"),
             fmt(j.metric("warmup_s"), ".2f"),
+            j.threads or DASH,
         ]
         rows.append(row)
     return Table(f"table-{group.slug}", "dlbench-table results", headers, rows)

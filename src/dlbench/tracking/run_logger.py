@@ -1,7 +1,8 @@
 """One MLflow run as dlbench logs it: params, tags, metrics, series and artifacts, in batches.
 
 Everything goes through MlflowClient with an explicit run id (never the fluent API's active run),
-so a run started by `mlflow run` or by another job cannot be written to by mistake.
+so a run started by `mlflow run` or by another job cannot be written to by mistake. Every param, tag
+and text goes through `mask`: a password in a URI never reaches the store.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
 
+from dlbench.core.secrets import mask
 from dlbench.tracking.bulk_metrics import bulk_log_metrics
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -58,12 +60,12 @@ class RunLogger:
         return cls(client, run.info.run_id)
 
     def params(self, values: Mapping[str, Any]) -> None:
-        items = [Param(k, _text(v)[:MAX_PARAM_VAL_LENGTH]) for k, v in values.items()]
+        items = [Param(k, mask(_text(v))[:MAX_PARAM_VAL_LENGTH]) for k, v in values.items()]
         for chunk in _chunks(items, MAX_PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(self.run_id, params=chunk)
 
     def tags(self, values: Mapping[str, Any]) -> None:
-        items = [RunTag(k, _text(v)) for k, v in values.items() if v is not None]
+        items = [RunTag(k, mask(_text(v))) for k, v in values.items() if v is not None]
         for chunk in _chunks(items, MAX_PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(self.run_id, tags=chunk)
 
@@ -93,7 +95,7 @@ class RunLogger:
             self.client.log_artifact(self.run_id, str(path), artifact_path)
 
     def text(self, text: str, name: str) -> None:
-        self.client.log_text(self.run_id, text, name)
+        self.client.log_text(self.run_id, mask(text), name)
 
     def finish(self, status: str) -> None:
         """status: FINISHED | FAILED | KILLED."""

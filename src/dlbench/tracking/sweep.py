@@ -1,8 +1,10 @@
 """The multirun's parent run, made by a Hydra callback, and the sweep's running tally.
 
 Hydra runs the jobs of a sweep in this process (basic launcher), one after another; the tally lets
-`src/run.py` exit non-zero when a job failed and lets `fail_fast` skip the rest. The parent run id is
-also put in the environment so launchers that run jobs in other processes find it.
+`src/run.py` exit non-zero when a job failed and lets `fail_fast` skip the rest. The parent run is
+made together with the sweep's first job run (`ensure_parent`), so a sweep whose every job is refused
+by validation leaves no empty parent behind. Its id is also put in the environment so launchers that
+run jobs in other processes find it.
 """
 
 from __future__ import annotations
@@ -17,19 +19,34 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from dlbench import signals
+from dlbench.core.secrets import mask
 from dlbench.environment import git_commit, host_facts
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store, resolve_uri
 
 log = logging.getLogger("dlbench")
 PARENT_ENV = "DLBENCH_PARENT_RUN_ID"
+DEFAULT_EXPERIMENT_ID = "0"  # MLflow's "Default": where `mlflow run` puts its run unless told otherwise
+
+
+@dataclass
+class PendingSweep:
+    """What the parent run will record, known at the sweep's start."""
+
+    uri: str
+    experiment: str
+    overrides: str
+    sweep_dir: str
 
 
 @dataclass
 class SweepState:
+    pending: PendingSweep | None = None  # a sweep has started; its parent run is made on first use
     parent: RunLogger | None = None
     experiment_id: str | None = None
     adopted: bool = False  # the parent is the run `mlflow run` made: not ours to terminate
+    outer: RunLogger | None = None  # `mlflow run`'s run in "Default", not adopted (adopt_mlflow_run)
     failed: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     abort: bool = False  # fail_fast tripped: the remaining jobs are skipped
@@ -39,22 +56,28 @@ class SweepState:
 STATE = SweepState()
 
 
-def adopt_mlflow_run(client: Any) -> tuple[RunLogger, str] | None:
-    """`mlflow run` sets MLFLOW_RUN_ID; that run becomes the parent and the variable is removed so
-    no job's logging lands in it by accident. Returns (parent, its experiment id) or None."""
+def adopt_mlflow_run(client: Any, experiment_id: str) -> tuple[RunLogger, str] | None:
+    """`mlflow run` sets MLFLOW_RUN_ID; that run becomes the parent (the variable is removed so no job's
+    logging lands in it by accident) when it is in a named experiment. One in MLflow's "Default" (no
+    --experiment-name given) is not adopted: the sweep goes to `experiment_id` (tracking.experiment)
+    under its own parent, and the two runs are tagged with each other's id. Returns (parent, its
+    experiment id) or None."""
     run_id = os.environ.pop("MLFLOW_RUN_ID", None)
     if not run_id:
         return None
     try:
-        experiment_id = client.get_run(run_id).info.experiment_id
+        outer = client.get_run(run_id)
     except Exception:
         log.warning(
             "MLFLOW_RUN_ID=%s is not in %s (set MLFLOW_TRACKING_URI for `mlflow run`); not nesting under it",
             run_id,
-            client.tracking_uri,
+            mask(client.tracking_uri),
         )
         return None
-    return RunLogger(client, run_id), experiment_id
+    if outer.info.experiment_id == DEFAULT_EXPERIMENT_ID and experiment_id != DEFAULT_EXPERIMENT_ID:
+        STATE.outer = RunLogger(client, run_id)
+        return None
+    return RunLogger(client, run_id), outer.info.experiment_id
 
 
 class SweepTracking(Callback):
@@ -62,26 +85,12 @@ class SweepTracking(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         STATE.__init__()  # a fresh tally per sweep (tests run several in one process)
-        client, experiment_id = open_store(resolve_uri(config.tracking.uri), config.tracking.experiment)
-        adopted = adopt_mlflow_run(client)
-        overrides = " ".join(config.hydra.overrides.task)
-        tags = {
-            "dlbench.kind": "sweep",
-            "dlbench.sweep_dir": config.hydra.sweep.dir,
-            "dlbench.overrides": overrides,
-        }
-        tags.update({f"host.{k}": v for k, v in host_facts().items()})
-        if adopted:
-            parent, experiment_id = adopted
-            parent.tags(tags)
-            STATE.adopted = True
-        else:
-            name = f"sweep {dt.datetime.now():%Y-%m-%d %H:%M:%S}"
-            parent = RunLogger.create(client, experiment_id, name, tags=tags)
-        parent.params({"sweep.overrides": overrides or "(none)", "git_commit": git_commit()})
-        STATE.parent, STATE.experiment_id = parent, experiment_id
-        os.environ[PARENT_ENV] = parent.run_id
-        log.info("MLflow parent run %s (experiment %s)", parent.run_id, experiment_id)
+        STATE.pending = PendingSweep(
+            uri=resolve_uri(config.tracking.uri),
+            experiment=config.tracking.experiment,
+            overrides=" ".join(config.hydra.overrides.task),
+            sweep_dir=config.hydra.sweep.dir,
+        )
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         parent = STATE.parent
@@ -92,6 +101,39 @@ class SweepTracking(Callback):
             log_report(parent, resolve_uri(config.tracking.uri), Path(config.hydra.sweep.dir) / "report")
         close_parent("FAILED" if STATE.failed else "FINISHED")
         os.environ.pop(PARENT_ENV, None)
+
+
+def ensure_parent() -> RunLogger | None:
+    """The sweep's parent run, made now if this is the sweep's first job run; None outside a sweep."""
+    sweep = STATE.pending
+    if STATE.parent is not None or sweep is None:
+        return STATE.parent
+    client, experiment_id = open_store(sweep.uri, sweep.experiment)
+    adopted = adopt_mlflow_run(client, experiment_id)
+    tags = {
+        "dlbench.kind": "sweep",
+        "dlbench.sweep_dir": sweep.sweep_dir,
+        "dlbench.overrides": sweep.overrides,
+    }
+    tags.update({f"host.{k}": v for k, v in host_facts().items()})
+    if adopted:
+        parent, experiment_id = adopted
+        STATE.adopted = True
+    else:
+        name = f"sweep {dt.datetime.now():%Y-%m-%d %H:%M:%S}"
+        with signals.held():  # made and recorded together, so an interrupt always finds it to close
+            parent = RunLogger.create(client, experiment_id, name)
+            STATE.parent = parent
+    STATE.parent, STATE.experiment_id = parent, experiment_id
+    parent.tags(tags)
+    parent.params({"sweep.overrides": sweep.overrides or "(none)", "git_commit": git_commit()})
+    outer = STATE.outer
+    if outer is not None:  # `mlflow run`'s own run, left in "Default": point both ways
+        outer.tags({"dlbench.sweep_run_id": parent.run_id})
+        parent.tags({"dlbench.mlflow_run_id": outer.run_id})
+    os.environ[PARENT_ENV] = parent.run_id
+    log.info("MLflow parent run %s (experiment %s)", parent.run_id, experiment_id)
+    return parent
 
 
 def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from dlbench.backends.base import BackendUnavailable
+from dlbench.core.bench import BackendUnavailable
 
 try:
     import numpy

@@ -1,4 +1,4 @@
-"""The MXNet Bench: one Gluon network, trainer, input batch and precision on one context."""
+"""The MXNet Bench: the task's Gluon network, loss, trainer, input and precision on one context."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.backends.base import BackendUnavailable, TimedSource
 from dlbench.backends.mxnet._compat import mx
-from dlbench.backends.mxnet.models import build_model, first_conv, initialize, trainable_params
-from dlbench.backends.mxnet.precision import MXPrecision, cast_network, dtype_name
+from dlbench.backends.mxnet.losses import make_loss
+from dlbench.backends.mxnet.models import trainable_params
+from dlbench.backends.mxnet.optimizers import make_trainer
+from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
+from dlbench.backends.skeleton import SpecBench
 from dlbench.config import JobConfig
+from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.precision import plan_precision
+from dlbench.data.synthetic import HostBatch
 
 HOPPER = (9, 0)  # MXNet 1.9.1's CUDA builds (mxnet-cu117 and older) carry no sm_90 code
 
@@ -74,99 +79,99 @@ def pick_context(requested: str) -> tuple[Any, str | None]:
     return mx.cpu(), None
 
 
-class SyntheticSource:
-    """One batch of random inputs and integer labels made once on the context and reused every step."""
-
-    def __init__(self, job: JobConfig, ctx: Any, dtype: Any) -> None:
-        m = job.model
-        rng = np.random.default_rng(0)
-        shape = (job.batch_size, m.channels, m.image_size, m.image_size)
-        x = mx.nd.array(rng.standard_normal(shape, dtype=np.float32), ctx=ctx)
-        self.x = x if np.dtype(dtype) == np.float32 else mx.nd.amp_cast(x, dtype=dtype)
-        labels = rng.integers(0, m.num_classes, job.batch_size)
-        self.y = mx.nd.array(labels, ctx=ctx, dtype=np.float32)  # the loss picks with float indices
-
-    def next(self) -> tuple[Any, Any]:
-        return self.x, self.y
-
-    def close(self) -> None:
-        self.x = self.y = None
+def as_outputs(out: Any) -> tuple:
+    return tuple(out) if isinstance(out, (list, tuple)) else (out,)
 
 
-def make_source(job: JobConfig, ctx: Any, dtype: Any) -> Any:
-    """Synthetic NDArrays, or the dataset through DALI (imported only then: DALI is optional)."""
-    if job.dataset.name == "synthetic":
-        return SyntheticSource(job, ctx, dtype)
-    from dlbench.backends.mxnet.dali_source import DaliSource
-
-    return DaliSource(job, ctx)
-
-
-class MXNetBench:
-    """Bench protocol (dlbench.backends.base.Bench) for Gluon: SGD momentum 0.9, softmax cross-entropy."""
+class MXNetBench(SpecBench):
+    """Model family from backends/mxnet/models/<task>.py: `build_model(cfg, train)`, `initialize(net,
+    cfg, ctx)` and, optionally, `infer(net, inputs) -> outputs`; the default inference is `net(*inputs)`."""
 
     def __init__(self, job: JobConfig) -> None:
-        self.job = job
+        super().__init__(job)
         ctx, self.fallback = pick_context(job.device)
         if self.fallback:
             print(f"dlbench mxnet: warning: {self.fallback}", file=sys.stderr, flush=True)
         self.ctx = ctx
         self.device = "cuda:0" if ctx.device_type == "gpu" else "cpu"
-        self.samples_per_step = job.batch_size
         desc = f"framework=mxnet precision={job.precision.name} device={self.device}"
-        self.train = job.mode == "train"
+        plan = plan_precision(job.precision, "cuda" if ctx.device_type == "gpu" else "cpu")
         # before the net: amp.init rewraps the operators the net is built from
-        self.prec = MXPrecision(job.precision, ctx, self.train, desc)
-        net = build_model(job.model, train=self.train)
-        initialize(net, job.model, ctx)
+        self.prec = MXPrecision(plan, ctx, self.train, desc)
+        family = self.load_family("mxnet")
+        self._infer = getattr(family, "infer", None)
+        net = family.build_model(job.model, train=self.train)
+        family.initialize(net, job.model, ctx)
         if self.prec.param_name != "float32":
             cast_network(net, self.prec.param_name)
         self.hybridized = bool(job.framework.hybridize)
-        self.loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+        self.loss_fn = make_loss(self.spec)
         if self.hybridized:
             net.hybridize(static_alloc=True, static_shape=True)
             self.loss_fn.hybridize(static_alloc=True, static_shape=True)
         self.net = net
+        self.probe = LayerProbe(net, list(self.spec.inputs))
         self.trainer = None
         if self.train:
-            self.trainer = mx.gluon.Trainer(
-                net.collect_params(),
-                "sgd",
-                # float16-cast weights: float32 master copies, as MXNet's fp16 training does
-                {
-                    "learning_rate": 0.01,
-                    "momentum": 0.9,
-                    "multi_precision": self.prec.param_name == "float16",
-                },
-            )
+            multi = self.prec.param_name == "float16"
+            self.trainer = make_trainer(net.collect_params(), self.spec.optimizer, multi)
             self.prec.attach(self.trainer)
-        self.source = TimedSource(make_source(job, ctx, self.prec.param_dtype))
-        self._last_x: Any = None
+        self.open_source(self._to_device, self._dali_source)
+        self._last: Batch | None = None
         self._loss: Any = None
         self._out: Any = None
         self._mem_peak = 0
         self._report: dict[str, Any] | None = None
 
-    def _batch(self) -> tuple[Any, Any]:
-        x, y = self.source.next()
-        # A cast network needs its own dtype (DALI has no bfloat16); under AMP the net casts itself.
-        if self.prec.param_name != "float32" and dtype_name(x.dtype) != self.prec.param_name:
-            x = mx.nd.amp_cast(x, dtype=self.prec.param_dtype)
-        self._last_x = x
-        return x, y
+    # ---- data ----------------------------------------------------------------------------------
+    def _array(self, array: np.ndarray, is_float: bool, target: bool) -> Any:
+        if not is_float:
+            # Gluon's losses pick with float indices: integer targets travel as float32
+            return mx.nd.array(array, ctx=self.ctx, dtype=np.float32 if target else array.dtype)
+        x = mx.nd.array(array, ctx=self.ctx, dtype=np.float32)
+        return x if self.prec.param_name == "float32" else mx.nd.amp_cast(x, dtype=self.prec.param_dtype)
 
+    def _to_device(self, host: HostBatch) -> Batch:
+        s = self.spec
+        return Batch(
+            tuple(self._array(host.inputs[k], t.is_float, False) for k, t in s.inputs.items()),
+            tuple(self._array(host.targets[k], t.is_float, True) for k, t in s.targets.items()),
+            host.units,
+        )
+
+    def _dali_source(self) -> Any:
+        from dlbench.backends.mxnet.dali_source import DaliSource
+
+        return DaliSource(self.job, self.ctx, self.prec.plan.input_dtype)
+
+    def _batch(self) -> Batch:
+        batch = self.source.next()
+        # A cast network needs its own dtype (DALI has no bfloat16); under AMP the net casts itself.
+        if self.prec.param_name != "float32":
+            inputs = tuple(
+                mx.nd.amp_cast(x, dtype=self.prec.param_dtype)
+                if np.issubdtype(np.dtype(x.dtype), np.floating)
+                and dtype_name(x.dtype) != self.prec.param_name
+                else x
+                for x in batch.inputs
+            )
+            batch = Batch(inputs, batch.targets, batch.units)
+        self._last = batch
+        return batch
+
+    # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:
-        x, y = self._batch()
-        if not self.train:
-            self._out = self.net(x)  # outside autograd.record: predict mode (BN statistics, no dropout)
+        batch = self._batch()
+        if not self.train:  # outside autograd.record: predict mode (BN statistics, no dropout)
+            self._out = self._infer(self.net, batch.inputs) if self._infer else self.net(*batch.inputs)
             return
         with mx.autograd.record():
-            out = self.net(x)
-            if self.prec.param_name != "float32":
-                out = mx.nd.amp_cast(out, dtype=np.float32)  # softmax + log in float32
-            loss = self.loss_fn(out, y)
+            outs = as_outputs(self.net(*batch.inputs))
+            if self.prec.param_name != "float32":  # the loss (softmax + log...) in float32
+                outs = tuple(mx.nd.amp_cast(o, dtype=np.float32) for o in outs)
+            loss = self.loss_fn(*outs, *batch.targets)
         self.prec.backward(loss)
-        self.trainer.step(self.samples_per_step)
+        self.trainer.step(self.job.batch_size)
         self._loss = loss
 
     def sync(self) -> None:
@@ -181,9 +186,6 @@ class MXNetBench:
     def loss(self) -> float | None:
         return float(self._loss.mean().asscalar()) if self._loss is not None else None
 
-    def data_wait_s(self) -> float:
-        return self.source.wait_s
-
     def memory(self) -> int | None:
         """GPU memory in use (MXNet's pooled allocator keeps what it took), max over syncs; None on CPU."""
         if self.ctx.device_type != "gpu":
@@ -191,32 +193,33 @@ class MXNetBench:
         return max(self._mem_peak, self._gpu_used())
 
     def precision_report(self) -> dict[str, Any]:
-        """Read back from real computation: the first conv's output dtype on the bench's own input and
-        the amp_cast nodes AMP put into the traced graph."""
+        """Read back from real computation: the first and last weight-carrying ops of the network's graph
+        run on the bench's own last batch, and the amp_cast nodes AMP put into that graph."""
         if self._report is None:
-            conv = first_conv(self.net)
-            with mx.autograd.pause(train_mode=self.train):
-                out = conv(self._last_x if self._last_x is not None else self._batch()[0])
-                out.wait_to_read()
-            sym = self.net(mx.sym.var("data"))
-            casts = sum(
-                1 for n in sym.get_internals().list_outputs() if "amp_cast" in n or "amp_multicast" in n
-            )
+            batch = self._last if self._last is not None else self._batch()
+            self.probe.observe(batch.inputs, self.train)
+            first = next(iter(self.net.collect_params().values()), None)
             self._report = {
-                "compute_dtype": dtype_name(out.dtype),
-                "param_dtype": dtype_name(conv.weight.data(self.ctx).dtype),
-                "amp_cast_ops": casts,
-                "hybridized": self.hybridized,
-                "context": str(self.ctx),
+                **self.probe.record.facts(),
+                "param_dtype": dtype_name(first.data(self.ctx).dtype) if first is not None else "unknown",
+                "amp_cast_ops": self.probe.amp_cast_ops,
             }
-            if self.fallback:
-                self._report["device_fallback"] = self.fallback
-            self._report |= self.source.facts()
         return {**self._report, **self.prec.flags()}
+
+    def run_facts(self) -> dict[str, Any]:
+        facts = {
+            **super().run_facts(),
+            "optimizer": self.spec.optimizer.kind if self.train else "none",
+            "hybridized": self.hybridized,
+            "context": str(self.ctx),
+        }
+        if self.fallback:
+            facts["device_fallback"] = self.fallback
+        return facts
 
     def params(self) -> int:
         return trainable_params(self.net)
 
     def close(self) -> None:
         mx.nd.waitall()
-        self.source.close()
+        super().close()

@@ -1,10 +1,11 @@
-"""DALI-fed input for the MXNet bench: `next() -> (x, y)` NDArrays on the bench's context.
+"""DALI-fed input for the MXNet bench: `next() -> Batch((x,), (y,), batch size)` on the bench's context.
 
 DALI >= 1.40 has no MXNet plugin, so this is a small iterator over `pipe.run()` (host-synchronous
 outputs; DALI still prefetches `data.prefetch` batches ahead). On a GPU context the batch is handed
 over by DLPack (`mx.nd.from_dlpack`, zero copy); on the CPU it is copied once from DALI's buffer
 (a numpy view) into an NDArray, because DALI reuses that buffer. x is NCHW (Gluon's layout), y
-float32 labels of shape (N,) (Gluon's softmax cross-entropy picks with float indices).
+float32 labels of shape (N,) (Gluon's softmax cross-entropy picks with float indices). Pipeline failures
+are explained by the skeleton (backends.skeleton.ExplainedSource).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.config import JobConfig
+from dlbench.core.bench import Batch
 from dlbench.data.pipelines import ImagePipeline
 
 
 class DaliSource:
     """Image batches from the job's dataset through DALI (dlbench.data.pipelines)."""
 
-    def __init__(self, job: JobConfig, ctx: Any, dtype: str | None = None, layout: str = "NCHW") -> None:
-        """ctx: the bench's mx.Context; dtype: None = the precision's choice (pipelines.output_dtype)."""
+    def __init__(self, job: JobConfig, ctx: Any, dtype: str, layout: str = "NCHW") -> None:
+        """ctx: the bench's mx.Context; dtype: what the pipeline emits (the precision plan's input_dtype)."""
         self.ctx = ctx
         self.on_gpu = ctx.device_type == "gpu"
         self.pipeline = ImagePipeline(
@@ -37,14 +39,9 @@ class DaliSource:
         view = np.asarray(tensor)  # no copy: DALI's buffer
         return mx.nd.array(view, ctx=self.ctx, dtype=view.dtype)  # synchronous copy into MXNet
 
-    def next(self) -> tuple[Any, Any]:
-        try:
-            x, y = self.pipeline.pipe.run()
-        except RuntimeError as exc:
-            if (err := self.pipeline.explain(exc)) is not None:
-                raise err from exc
-            raise
-        return self._to_mx(x), self._to_mx(y)
+    def next(self) -> Batch:
+        x, y = self.pipeline.pipe.run()
+        return Batch((self._to_mx(x),), (self._to_mx(y),), self.pipeline.batch_size)
 
     def close(self) -> None:
         self.pipeline.close()

@@ -1,4 +1,5 @@
-"""Turn a precision config (data) into MXNet settings, and read back what is really in effect.
+"""Translate the precision plan (dlbench.core.precision) into MXNet settings, and read back what is
+really in effect from real layer outputs.
 
 How MXNet 1.9.1 does reduced precision:
 - autocast = `mxnet.contrib.amp`: `amp.init(target_dtype)` rewraps the operator functions of
@@ -23,14 +24,17 @@ How MXNet 1.9.1 does reduced precision:
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
-from dlbench.backends.base import BackendUnavailable
 from dlbench.backends.mxnet._compat import mx
-from dlbench.config import PrecisionConfig
+from dlbench.backends.skeleton import LayerRecord
+from dlbench.core.bench import BackendUnavailable
+from dlbench.core.precision import PrecisionPlan
 
 _amp: Any = None  # mxnet.contrib.amp.amp, imported on first use (it rewraps operators when initialized)
 
@@ -98,20 +102,20 @@ def cast_network(net: Any, name: str) -> None:
 class MXPrecision:
     """AMP initialization, whole-network cast and loss scaling for one context."""
 
-    def __init__(self, spec: PrecisionConfig, ctx: Any, train: bool, job_desc: str) -> None:
-        self.spec = spec
+    def __init__(self, plan: PrecisionPlan, ctx: Any, train: bool, job_desc: str) -> None:
+        self.plan = plan
         self.device_type = ctx.device_type  # "cpu" or "gpu"
-        self.compute_name = spec.dtype if self.device_type == "gpu" else spec.cpu_dtype
-        reduced = self.compute_name != "float32"
-        self.amp = spec.autocast and reduced
+        self.compute_name = plan.compute_dtype
+        self.amp = plan.autocast
         # Without autocast, a reduced compute dtype means the whole model runs in it (pure fp16/bf16).
-        self.param_name = self.compute_name if (reduced and not spec.autocast) else "float32"
-        self.loss_scaling = self.amp and self.compute_name == "float16" and spec.loss_scale == "dynamic"
+        self.param_name = plan.param_dtype
+        # MXNet's dynamic loss scaler is AMP's; a cast float16 network trains with multi_precision.
+        self.loss_scaling = self.amp and plan.loss_scaling
         self._trainer: Any = None
         if self.device_type == "gpu":
             # fp32 means true FP32: cuDNN 8 uses TF32 on Ampere+ unless NVIDIA_TF32_OVERRIDE=0, which
             # the libraries read when they create their handles, i.e. before the first GPU kernel.
-            if spec.allow_tf32:
+            if plan.tf32:
                 os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
             else:
                 os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
@@ -159,3 +163,69 @@ class MXPrecision:
             "loss_scale": f"dynamic (scale={scaler.loss_scale:g})" if scaler is not None else "none",
             "tf32": self._tf32(),
         }
+
+
+NORM_OPS = {"BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm", "_contrib_SyncBatchNorm"}
+LOOKUP_OPS = {"Embedding", "_contrib_SparseEmbedding"}
+CAST_OPS = {"amp_cast", "amp_multicast", "Cast"}
+
+
+def weighted_ops(sym: Any, param_names: set[str]) -> list[tuple[str, str]]:
+    """(node name, op) of every op that takes a parameter (through AMP's casts), normalization
+    excluded, in the graph's topological order: the order the hybridized network runs them."""
+    nodes = json.loads(sym.tojson())["nodes"]
+
+    def source(entry: list[int]) -> dict:
+        node = nodes[entry[0]]
+        while node["op"] in CAST_OPS:  # amp_multicast's output i is its input i
+            node_inputs = node["inputs"]
+            entry = node_inputs[entry[1]] if node["op"] == "amp_multicast" else node_inputs[0]
+            node = nodes[entry[0]]
+        return node
+
+    out = []
+    for node in nodes:
+        if node["op"] in ("null", *NORM_OPS, *CAST_OPS):
+            continue
+        if any(source(e)["op"] == "null" and source(e)["name"] in param_names for e in node["inputs"]):
+            out.append((node["name"], node["op"]))
+    return out
+
+
+class LayerProbe:
+    """Runs the first and last weight-carrying ops of the network's own graph (the symbol hybridize
+    compiles, with AMP's casts) on a real batch, sharing the network's parameters, and records the dtype
+    of their real outputs. Works hybridized or not: both run that graph's ops."""
+
+    def __init__(self, net: Any, input_names: list[str]) -> None:
+        self.net = net
+        self.input_names = input_names
+        self.record = LayerRecord()
+        self.amp_cast_ops = 0
+
+    def observe(self, inputs: tuple, train: bool) -> None:
+        variables = [mx.sym.var(n) for n in self.input_names]
+        sym = self.net(*variables)
+        sym = mx.sym.Group(list(sym)) if isinstance(sym, (list, tuple)) else sym  # every output's graph
+        internals = sym.get_internals()
+        self.amp_cast_ops = sum(
+            1 for n in internals.list_outputs() if "amp_cast" in n or "amp_multicast" in n
+        )
+        params = self.net.collect_params()
+        ops = weighted_ops(sym, set(params.keys()))
+        if not ops:
+            return
+        first_compute = next((o for o in ops if o[1] not in LOOKUP_OPS), None)
+        picks = list(dict.fromkeys(o for o in (ops[0], first_compute, ops[-1]) if o is not None))
+        with warnings.catch_warnings():  # "cannot decide type" of the inputs: the real batch decides
+            warnings.simplefilter("ignore", UserWarning)
+            block = mx.gluon.SymbolBlock(
+                mx.sym.Group([internals[f"{name}_output"] for name, _ in picks]), variables, params=params
+            )
+        with mx.autograd.pause(train_mode=train):
+            outs = block(*inputs)
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        by_name = {name: (op, dtype_name(o.dtype)) for (name, op), o in zip(picks, outs, strict=True)}
+        for name, _ in (ops[0], first_compute or ops[0], ops[-1]):
+            op, dtype = by_name[name]
+            self.record.see(name, op, dtype, op in LOOKUP_OPS)

@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
-from dlbench.backends.mxnet.models import build_model
-from dlbench.config import ModelConfig
+from dlbench.backends.skeleton import load_family
+from dlbench.tasks import ModelConfig, task_spec
 
 
 def _prod(xs: Any) -> int:
@@ -33,17 +33,18 @@ def _input_shape(nodes: list[dict], entry: list[int], args: dict, outs: dict) ->
     return outs[name] if name in outs else outs[f"{name}{entry[1]}"]
 
 
-def graph_stats(sym: Any, data_shape: tuple[int, ...]) -> dict[str, int]:
-    """Parameters and Convolution / FullyConnected FLOPs per sample of `sym` for `data_shape`.
+def graph_stats(sym: Any, input_shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """Parameters and Convolution / FullyConnected FLOPs per sample of `sym` for its inputs' shapes
+    (batch first).
 
-    Parameters are the graph's arguments other than the input (BatchNorm's running statistics are
+    Parameters are the graph's arguments other than the inputs (BatchNorm's running statistics are
     auxiliary states, not arguments: the trainable count, as torch counts it)."""
     internals = sym.get_internals()
-    arg_shapes, out_shapes, _ = internals.infer_shape(data=data_shape)
+    arg_shapes, out_shapes, _ = internals.infer_shape(**input_shapes)
     args = dict(zip(internals.list_arguments(), arg_shapes, strict=True))
     outs = dict(zip(internals.list_outputs(), out_shapes, strict=True))
     nodes = json.loads(sym.tojson())["nodes"]
-    batch = data_shape[0]
+    batch = next(iter(input_shapes.values()))[0]
     flops = {"Convolution": 0, "FullyConnected": 0}
     for node in nodes:
         op = node["op"]
@@ -54,16 +55,19 @@ def graph_stats(sym: Any, data_shape: tuple[int, ...]) -> dict[str, int]:
         # weight is (out_ch, in_ch/groups, kh, kw) or (out_features, in_features): one output element
         # costs prod(weight[1:]) multiply-adds.
         flops[op] += 2 * _prod(out) * _prod(weight[1:]) // batch
-    params = sum(_prod(shape) for name, shape in args.items() if name != "data")
+    params = sum(_prod(shape) for name, shape in args.items() if name not in input_shapes)
     return {"params": params, **flops}
 
 
 def model_stats(model_cfg: ModelConfig) -> dict[str, Any]:
-    """{"params": trainable parameters, "gflops": forward GFLOPs per sample} of the Gluon network.
+    """{"params": trainable parameters, "gflops": forward GFLOPs per sample} of the Gluon network, for
+    the task spec's inputs (batch 1, variable-length axes at their synthetic size).
 
     Shapes only: the block is traced to a symbol and nothing is allocated, so the worker can call
     this beside a built bench (VGG16 would otherwise cost another 550 MB)."""
-    net = build_model(model_cfg)
-    shape = (1, model_cfg.channels, model_cfg.image_size, model_cfg.image_size)
-    stats = graph_stats(net(mx.sym.var("data")), shape)
+    spec = task_spec(model_cfg)
+    net = load_family("mxnet", spec.task).build_model(model_cfg)
+    shapes = {name: (1, *spec.sample_shape(t)) for name, t in spec.inputs.items()}
+    out = net(*[mx.sym.var(name) for name in shapes])
+    stats = graph_stats(mx.sym.Group(list(out)) if isinstance(out, (list, tuple)) else out, shapes)
     return {"params": stats["params"], "gflops": (stats["Convolution"] + stats["FullyConnected"]) / 1e9}

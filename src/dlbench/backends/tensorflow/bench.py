@@ -1,4 +1,4 @@
-"""The TensorFlow Bench: one Keras model, optimizer, input batch and precision on one device.
+"""The TensorFlow Bench: the task's Keras model, loss, optimizer, input and precision on one device.
 
 Steps are tf.functions (XLA when framework.xla). A tf.function call returns once its kernels are
 *enqueued* on a GPU stream, so step() does not wait for the GPU; on CPU, TF's default synchronous
@@ -17,12 +17,18 @@ import contextlib
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.base import BackendUnavailable, TimedSource
-from dlbench.backends.tensorflow.models import build_model, trainable_params
-from dlbench.backends.tensorflow.precision import TFPrecision
+from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.tensorflow.losses import make_loss
+from dlbench.backends.tensorflow.models import trainable_params
+from dlbench.backends.tensorflow.optimizers import make_optimizer
+from dlbench.backends.tensorflow.precision import LayerProbe, TFPrecision
 from dlbench.config import JobConfig
+from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.precision import plan_precision
+from dlbench.data.synthetic import HostBatch
 
 _SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
 
@@ -50,126 +56,128 @@ def pick_device(requested: str) -> tuple[str, bool]:
     return "/GPU:0", True
 
 
-class SyntheticSource:
-    """One batch of random inputs (NHWC) and int labels made once on the device, reused each step."""
-
-    def __init__(self, job: JobConfig, dtype: str) -> None:
-        m = job.model
-        shape = (job.batch_size, m.image_size, m.image_size, m.channels)
-        x = tf.random.stateless_normal(shape, seed=(0, 0), dtype=tf.float32)
-        self.x = tf.identity(tf.cast(x, dtype))
-        self.y = tf.random.stateless_uniform(
-            (job.batch_size,), seed=(0, 1), minval=0, maxval=m.num_classes, dtype=tf.int32
-        )
-
-    def next(self) -> tuple[tf.Tensor, tf.Tensor]:
-        return self.x, self.y
-
-    def close(self) -> None:
-        self.x = self.y = None
+def to_tf_layout(array: np.ndarray, layout: str | None) -> np.ndarray:
+    """Channels last, as Keras convolutions want: a "C.." per-sample layout moves C to the end."""
+    if layout and layout[0] == "C" and array.ndim == len(layout) + 1:
+        return np.ascontiguousarray(np.moveaxis(array, 1, -1))
+    return array
 
 
-def make_source(job: JobConfig, tf_device: str, dtype: str):
-    """Synthetic tensors, or the dataset through DALI (imported only then: DALI is optional)."""
-    if job.dataset.name == "synthetic":
-        return SyntheticSource(job, dtype)
-    from dlbench.backends.tensorflow.dali_source import DaliSource
-
-    return DaliSource(job, tf_device)
+def call_model(model: keras.Model, inputs: tuple, training: bool) -> Any:
+    """Keras takes one input as a tensor and several as a list (in the task spec's order)."""
+    return model(inputs[0] if len(inputs) == 1 else list(inputs), training=training)
 
 
-class TFBench:
-    """Builds model, optimizer and data under the precision's Keras policy; runs tf.function steps."""
+class TFBench(SpecBench):
+    """Model family from backends/tensorflow/models/<task>.py: `build_model(cfg, float_dtype)` and,
+    optionally, `infer(model, inputs) -> outputs` (traced into the inference tf.function)."""
 
     def __init__(self, job: JobConfig) -> None:
-        self.job = job
+        super().__init__(job)
         self._tf_device, self.on_gpu = pick_device(job.device)
         self.device = "cuda:0" if self.on_gpu else "cpu"
-        self.samples_per_step = job.batch_size
-        self.prec = TFPrecision(job.precision, self.on_gpu)  # sets the policy: before the model
-        self.train = job.mode == "train"
-        self._seen: dict[str, str] = {}
+        self.prec = TFPrecision(
+            plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
+        )  # before the model
         self._out: tf.Tensor | None = None
+        family = self.load_family("tf")
+        self._infer = getattr(family, "infer", None)
         with tf.device(self._tf_device):
-            self.model = build_model(job.model, input_dtype=self.prec.variable_dtype)
-            self.stem = self.model.get_layer("stem_conv")
-            # Same layers, two extra outputs: the first conv's and the last dense's real output
-            # tensors, whose dtypes the step records while tracing (what the device really computes).
-            self._net = keras.Model(
-                self.model.inputs,
-                [self.model.output, self.stem.output, self.model.get_layer("logits").output],
-            )
+            self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
+            self.probe = LayerProbe(self.model)
+            self.loss_fn = make_loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
             if self.train:
-                self.opt = self.prec.wrap_optimizer(keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
+                self.opt = self.prec.wrap_optimizer(make_optimizer(self.spec.optimizer))
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
-            self.source = TimedSource(make_source(job, self._tf_device, self.prec.variable_dtype))
+            self.open_source(self._to_device, self._dali_source)
         body = self._train_step if self.train else self._infer_step
-        self._step = tf.function(body, jit_compile=bool(job.framework.xla))
+        # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
+        self._step = tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 
-    def _record(self, conv: tf.Tensor, matmul: tf.Tensor) -> None:
-        # Runs while tracing: a graph tensor's dtype is the dtype the kernels produce.
-        self._seen.setdefault("conv", conv.dtype.name)
-        self._seen.setdefault("matmul", matmul.dtype.name)
+    # ---- data ----------------------------------------------------------------------------------
+    def _tensor(self, array: np.ndarray, is_float: bool, layout: str | None) -> tf.Tensor:
+        array = to_tf_layout(array, layout)
+        return tf.identity(tf.constant(array, dtype=self.prec.variable_dtype if is_float else None))
 
-    def _train_step(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    def _to_device(self, host: HostBatch) -> Batch:
+        s = self.spec
+        return Batch(
+            tuple(self._tensor(host.inputs[k], t.is_float, t.layout) for k, t in s.inputs.items()),
+            tuple(self._tensor(host.targets[k], t.is_float, t.layout) for k, t in s.targets.items()),
+            host.units,
+        )
+
+    def _dali_source(self) -> Any:
+        from dlbench.backends.tensorflow.dali_source import DaliSource
+
+        return DaliSource(self.job, self._tf_device, self.prec.plan.input_dtype)
+
+    def _cast(self, inputs: tuple) -> tuple:
+        # no-op unless a data source feeds floats in another dtype than the model's variables
+        return tuple(tf.cast(x, self.prec.variable_dtype) if x.dtype.is_floating else x for x in inputs)
+
+    # ---- the step ------------------------------------------------------------------------------
+    def _train_step(self, inputs: tuple, targets: tuple) -> tf.Tensor:
         variables = self.model.trainable_variables
-        x = tf.cast(x, self.prec.variable_dtype)  # no-op unless a data source feeds another dtype
+        inputs = self._cast(inputs)
         with tf.GradientTape() as tape:
-            logits, conv, matmul = self._net(x, training=True)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            loss = self.loss_fn(call_model(self.model, inputs, True), *targets)
             scaled = self.opt.scale_loss(loss) if self.prec.loss_scaling else loss
-        self._record(conv, matmul)
         grads = tape.gradient(scaled, variables)
         self.opt.apply(grads, variables)  # LossScaleOptimizer unscales and skips non-finite steps
         return loss
 
-    def _infer_step(self, x: tf.Tensor) -> tf.Tensor:
-        x = tf.cast(x, self.prec.variable_dtype)
-        logits, conv, matmul = self._net(x, training=False)
-        self._record(conv, matmul)
-        return logits
+    def _infer_step(self, inputs: tuple, targets: tuple) -> Any:
+        inputs = self._cast(inputs)
+        if self._infer is not None:
+            return self._infer(self.model, inputs)
+        return call_model(self.model, inputs, False)
 
     def step(self) -> None:
-        x, y = self.source.next()
+        batch = self.source.next()
         with tf.device(self._tf_device):
-            self._out = self._step(x, y) if self.train else self._step(x)
+            self._out = self._step(batch.inputs, batch.targets)
+        if self.probe.active:  # the first trace has shown the dtypes; later traces stay unwrapped
+            self.probe.remove()
 
     def sync(self) -> None:
         if _SYNC_DEVICES is not None:
             _SYNC_DEVICES()
         elif self._out is not None:  # older TF: waits for the last output only (see module doc)
-            tf.reduce_sum(tf.cast(self._out, tf.float32)).numpy()
+            first = tf.nest.flatten(self._out)[0]
+            tf.reduce_sum(tf.cast(first, tf.float32)).numpy()
 
     def loss(self) -> float | None:
         return float(self._out.numpy()) if (self.train and self._out is not None) else None
-
-    def data_wait_s(self) -> float:
-        return self.source.wait_s
 
     def memory(self) -> int | None:
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"]) if self.on_gpu else None
 
     def precision_report(self) -> dict[str, Any]:
-        stem = self.stem
+        weights = self.model.trainable_weights
         return {
-            # observed in a traced step; before any step, what the layer's policy says
-            "compute_dtype": self._seen.get("conv", stem.compute_dtype),
-            "matmul_dtype": self._seen.get("matmul", "unknown"),
-            "layer_compute_dtype": stem.compute_dtype,
-            "param_dtype": keras.backend.standardize_dtype(stem.kernel.dtype),
-            "memory_format": "channels_last",
-            "xla": bool(self.job.framework.xla),
+            **self.probe.record.facts(),  # observed on real output tensors while the step was traced
+            "param_dtype": keras.backend.standardize_dtype(weights[0].dtype) if weights else "unknown",
             **self.prec.flags(self.opt),
-            **self.source.facts(),
+        }
+
+    def run_facts(self) -> dict[str, Any]:
+        return {
+            **super().run_facts(),
+            "optimizer": self.spec.optimizer.kind if self.train else "none",
+            **(
+                {"memory_format": "channels_last"} if any(t.layout for t in self.spec.inputs.values()) else {}
+            ),
+            "xla": bool(self.job.framework.xla),
         }
 
     def params(self) -> int:
         return trainable_params(self.model)
 
     def close(self) -> None:
-        self.source.close()
+        super().close()
         self._out = None
         keras.backend.clear_session()

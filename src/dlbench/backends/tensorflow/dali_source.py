@@ -1,9 +1,10 @@
-"""DALI-fed input for the TensorFlow bench: `next() -> (x, y)` tf.Tensors on the bench's device.
+"""DALI-fed input for the TensorFlow bench: `next() -> Batch((x,), (y,), batch size)` on the bench's device.
 
 `nvidia.dali.plugin.tf.DALIDataset` runs the pipeline inside a TF op (it ships the serialized graph
 to TF, which builds its own DALI pipeline), placed on the bench's device: with a GPU the batch is
 made on it and never visits the host. x is NHWC (Keras' channels_last), y int32 labels, shape (N,).
-`dataset` is a tf.data.Dataset too, for benches that iterate inside a tf.function.
+`dataset` is a tf.data.Dataset too, for benches that iterate inside a tf.function. Pipeline failures
+are explained by the skeleton (backends.skeleton.ExplainedSource).
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ import tensorflow as tf
 from nvidia.dali.plugin.tf import DALIDataset
 
 from dlbench.config import JobConfig
+from dlbench.core.bench import Batch
 from dlbench.data.pipelines import ImagePipeline
 
 
 class DaliSource:
     """Image batches from the job's dataset through DALI (dlbench.data.pipelines)."""
 
-    def __init__(
-        self, job: JobConfig, tf_device: str, dtype: str | None = None, layout: str = "NHWC"
-    ) -> None:
-        """tf_device: "/CPU:0" or "/GPU:0" (the bench's device); dtype: None = the precision's choice
-        (float16 for fp16 compute on a GPU, else float32; see pipelines.output_dtype)."""
+    def __init__(self, job: JobConfig, tf_device: str, dtype: str, layout: str = "NHWC") -> None:
+        """tf_device: "/CPU:0" or "/GPU:0" (the bench's device); dtype: what the pipeline emits, the
+        precision plan's input_dtype."""
         on_gpu = "GPU" in tf_device.upper()
         device_id = int(tf_device.rsplit(":", 1)[-1]) if on_gpu else None
         self.pipeline = ImagePipeline(job, device_id, layout, dtype, label_dtype="int32", build=False)
@@ -42,14 +42,10 @@ class DaliSource:
             )
             self._it = iter(self.dataset)
 
-    def next(self) -> tuple[tf.Tensor, tf.Tensor]:
-        try:
-            with tf.device(self.tf_device):
-                return next(self._it)
-        except tf.errors.OpError as exc:
-            if (err := self.pipeline.explain(exc)) is not None:
-                raise err from exc
-            raise
+    def next(self) -> Batch:
+        with tf.device(self.tf_device):
+            x, y = next(self._it)
+        return Batch((x,), (y,), self.pipeline.batch_size)
 
     def close(self) -> None:
         self._it = None

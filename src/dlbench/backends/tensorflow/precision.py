@@ -1,11 +1,11 @@
-"""Turn a precision config (data) into TensorFlow/Keras settings, and read back what is in effect.
+"""Translate the precision plan (dlbench.core.precision) into TensorFlow/Keras settings, and read back
+what is really in effect from real layer outputs.
 
-The mapping, with no branch on the precision's name:
-  compute dtype  = precision.dtype on GPU, precision.cpu_dtype on CPU
-  autocast       -> Keras policy "mixed_<dtype>" (float32 variables, reduced compute)
-  no autocast    -> Keras policy "<dtype>" (the whole model, variables included, in that dtype)
-  loss_scale     -> keras.optimizers.LossScaleOptimizer, only when the compute dtype is float16
-  allow_tf32     -> tf.config.experimental.enable_tensor_float_32_execution (TF enables it by default,
+The translation, with no branch on the precision's name:
+  autocast       -> Keras policy "mixed_<compute>" (float32 variables, reduced compute)
+  no autocast    -> Keras policy "<compute>" (the whole model, variables included, in that dtype)
+  loss_scaling   -> keras.optimizers.LossScaleOptimizer
+  tf32           -> tf.config.experimental.enable_tensor_float_32_execution (TF enables it by default,
                     so fp32 must switch it off to be true FP32)
 The policy must be set before the model is built: Keras layers read the global policy when created.
 """
@@ -17,23 +17,27 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from dlbench.config import PrecisionConfig
+from dlbench.backends.skeleton import LayerRecord
+from dlbench.core.precision import PrecisionPlan
+
+NORMS = tuple(
+    getattr(keras.layers, n)
+    for n in ("BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization")
+    if hasattr(keras.layers, n)
+)
+LOOKUPS = (keras.layers.Embedding,)
 
 
 class TFPrecision:
     """Keras dtype policy, loss scaling and TF32 switch for one device."""
 
-    def __init__(self, spec: PrecisionConfig, on_gpu: bool) -> None:
-        self.spec = spec
-        self.compute_dtype = spec.dtype if on_gpu else spec.cpu_dtype
-        reduced = self.compute_dtype != "float32"
-        if reduced and spec.autocast:
-            self.policy = f"mixed_{self.compute_dtype}"
-        else:
-            self.policy = self.compute_dtype
-        self.variable_dtype = "float32" if (spec.autocast or not reduced) else self.compute_dtype
-        self.loss_scaling = spec.loss_scale == "dynamic" and self.compute_dtype == "float16"
-        tf.config.experimental.enable_tensor_float_32_execution(spec.allow_tf32)
+    def __init__(self, plan: PrecisionPlan) -> None:
+        self.plan = plan
+        self.compute_dtype = plan.compute_dtype
+        self.policy = f"mixed_{plan.compute_dtype}" if plan.autocast else plan.compute_dtype
+        self.variable_dtype = plan.param_dtype
+        self.loss_scaling = plan.loss_scaling
+        tf.config.experimental.enable_tensor_float_32_execution(plan.tf32)
         keras.mixed_precision.set_global_policy(self.policy)
 
     def wrap_optimizer(self, opt: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
@@ -51,3 +55,47 @@ class TFPrecision:
             "loss_scale": loss_scale,
             "tf32": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
         }
+
+
+def _weighted_layers(model: keras.Model) -> list[keras.layers.Layer]:
+    """Leaf layers that own weights (conv, dense, embedding, attention...), normalization excluded."""
+    out = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, NORMS) or not layer.weights or list(layer._flatten_layers(include_self=False)):
+            continue
+        out.append(layer)
+    return out
+
+
+class LayerProbe:
+    """Wraps the `call` of every weight-carrying layer so that, while the step's tf.function is traced,
+    the dtype of each layer's real output tensor (what the device kernels produce) is recorded in
+    execution order. Works for functional and subclassed models alike; `remove()` restores the layers'
+    own `call` once a step has been traced, so nothing stays in later traces."""
+
+    def __init__(self, model: keras.Model) -> None:
+        self.record = LayerRecord()
+        self._wrapped = []
+        for layer in _weighted_layers(model):
+            object.__setattr__(layer, "call", self._wrap(layer, layer.call))
+            self._wrapped.append(layer)
+
+    def _wrap(self, layer: keras.layers.Layer, call: Any) -> Any:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            first = tf.nest.flatten(out)[0] if tf.nest.flatten(out) else None
+            if first is not None and hasattr(first, "dtype"):
+                dtype = keras.backend.standardize_dtype(first.dtype)
+                self.record.see(layer.name, type(layer).__name__, dtype, isinstance(layer, LOOKUPS))
+            return out
+
+        return recorded
+
+    @property
+    def active(self) -> bool:
+        return bool(self._wrapped)
+
+    def remove(self) -> None:
+        for layer in self._wrapped:
+            object.__delattr__(layer, "call")
+        self._wrapped.clear()

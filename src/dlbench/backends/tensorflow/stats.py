@@ -2,9 +2,9 @@
 
 The parity check (same network in every framework) compares these numbers with the other backends,
 so the counts come from TF's view of the network, not from a formula we wrote: the inference forward
-pass (batch 1, float32) is traced into a concrete function and its graph goes through
-tf.compat.v1.profiler, which uses the FLOP statistics registered for each op (Conv2D and MatMul
-count a multiply-add as 2 FLOPs).
+pass (batch 1, float32, the task spec's inputs in TF's layout) is traced into a concrete function and
+its graph goes through tf.compat.v1.profiler, which uses the FLOP statistics registered for each op
+(Conv2D and MatMul count a multiply-add as 2 FLOPs).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from dlbench.backends.tensorflow.models import build_model, trainable_params
-from dlbench.config import ModelConfig
+from dlbench.backends.skeleton import load_family
+from dlbench.backends.tensorflow.bench import call_model
+from dlbench.backends.tensorflow.models import trainable_params
+from dlbench.tasks import ModelConfig, task_spec
 
 # Op types that make up "conv + dense" FLOPs (what torch.utils.flop_counter counts for these nets).
 MATMUL_OPS = ("Conv2D", "MatMul", "BatchMatMulV2", "DepthwiseConv2dNative")
@@ -36,7 +38,18 @@ def _flops_by_op(graph: tf.Graph) -> dict[str, int]:
     return out
 
 
-def model_stats(spec: ModelConfig) -> dict[str, Any]:
+def _input_signature(cfg: ModelConfig) -> list[tf.TensorSpec]:
+    spec = task_spec(cfg)
+    out = []
+    for t in spec.inputs.values():
+        shape = spec.sample_shape(t)
+        if t.layout and t.layout[0] == "C":  # channels last, as the bench feeds it
+            shape = (*shape[1:], shape[0])
+        out.append(tf.TensorSpec((1, *shape), tf.float32 if t.is_float else tf.as_dtype(t.dtype)))
+    return out
+
+
+def model_stats(cfg: ModelConfig) -> dict[str, Any]:
     """Trainable params and forward GFLOPs per sample (inference graph, batch 1, float32).
 
     gflops counts conv + dense (bias, BN, activations and pooling excluded: frameworks fuse and
@@ -46,12 +59,12 @@ def model_stats(spec: ModelConfig) -> dict[str, Any]:
     keras.mixed_precision.set_global_policy("float32")
     try:
         with tf.device("/CPU:0"):
-            model = build_model(spec)
+            model = load_family("tf", cfg.task).build_model(cfg)
     finally:
         keras.mixed_precision.set_global_policy(previous)
-    shape = (1, spec.image_size, spec.image_size, spec.channels)
-    forward = tf.function(lambda x: model(x, training=False))
-    graph = forward.get_concrete_function(tf.TensorSpec(shape, tf.float32)).graph
+    signature = _input_signature(cfg)
+    forward = tf.function(lambda *xs: call_model(model, xs, False))
+    graph = forward.get_concrete_function(*signature).graph
     by_op = _flops_by_op(graph)
     dense = sum(v for k, v in by_op.items() if k in MATMUL_OPS)
     return {
@@ -59,5 +72,5 @@ def model_stats(spec: ModelConfig) -> dict[str, Any]:
         "gflops": dense / 1e9,
         "gflops_all": sum(by_op.values()) / 1e9,
         "flops_by_op": by_op,
-        "input_shape": list(shape),
+        "input_shapes": [list(s.shape) for s in signature],
     }

@@ -1,4 +1,4 @@
-"""PyTorch backend: torchvision ResNet-50 (v1.5) and VGG16, the CIFAR ResNet of He et al."""
+"""PyTorch backend: the task spec's networks (models/<task>.py), trained or run on one device."""
 
 from __future__ import annotations
 

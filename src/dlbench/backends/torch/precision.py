@@ -1,4 +1,5 @@
-"""Turn a precision config (data) into PyTorch settings, and read back what is really in effect."""
+"""Translate the precision plan (dlbench.core.precision) into PyTorch settings, and read back what is
+really in effect from real layer outputs."""
 
 from __future__ import annotations
 
@@ -7,59 +8,73 @@ from typing import Any
 
 import torch
 
-from dlbench.config import PrecisionConfig
+from dlbench.backends.skeleton import LayerRecord
+from dlbench.core.precision import PrecisionPlan
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Weight-carrying layers that are not the compute: frameworks keep normalization in float32 by design.
+NORMS = (torch.nn.modules.batchnorm._NormBase, torch.nn.LayerNorm, torch.nn.GroupNorm)
+LOOKUPS = (torch.nn.Embedding, torch.nn.EmbeddingBag)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 class TorchPrecision:
     """Autocast context, loss scaler and TF32 switches for one device."""
 
-    def __init__(self, spec: PrecisionConfig, device: torch.device) -> None:
-        self.spec = spec
+    def __init__(self, plan: PrecisionPlan, device: torch.device) -> None:
+        self.plan = plan
         self.device_type = device.type
-        name = spec.dtype if device.type == "cuda" else spec.cpu_dtype
-        self.compute_dtype = _DTYPES[name]
+        self.compute_dtype = _DTYPES[plan.compute_dtype]
+        self.param_dtype = _DTYPES[plan.param_dtype]
+        self.input_dtype = _DTYPES[plan.input_dtype]
         # fp32 means true FP32: torch enables TF32 for cuDNN convolutions by default.
-        torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32
-        torch.backends.cudnn.allow_tf32 = spec.allow_tf32
-        # Without autocast, a reduced compute dtype means the whole model runs in it (pure bf16/fp16).
-        self.param_dtype = torch.float32 if spec.autocast else self.compute_dtype
-        self.scaler = None
-        if spec.loss_scale == "dynamic" and self.compute_dtype == torch.float16:
-            self.scaler = torch.amp.GradScaler(self.device_type)
+        torch.backends.cuda.matmul.allow_tf32 = plan.tf32
+        torch.backends.cudnn.allow_tf32 = plan.tf32
+        self.scaler = torch.amp.GradScaler(self.device_type) if plan.loss_scaling else None
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        if self.spec.autocast and self.compute_dtype != torch.float32:
+        if self.plan.autocast:
             return torch.autocast(self.device_type, dtype=self.compute_dtype)
         return contextlib.nullcontext()
 
     def flags(self) -> dict[str, Any]:
         return {
-            "autocast": f"{self.device_type}/{str(self.compute_dtype).removeprefix('torch.')}"
-            if self.spec.autocast
-            else "off",
+            "autocast": f"{self.device_type}/{self.plan.compute_dtype}" if self.plan.autocast else "off",
             "loss_scale": f"dynamic (scale={self.scaler.get_scale():g})" if self.scaler else "none",
             "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
             "tf32_cudnn": torch.backends.cudnn.allow_tf32,
         }
 
 
-class DtypeProbe:
-    """Records the output dtype of the first conv and the last linear layer during a real step."""
+def _first_tensor(output: Any) -> torch.Tensor | None:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)):
+        return next((t for t in output if isinstance(t, torch.Tensor)), None)
+    return None
+
+
+class LayerProbe:
+    """Forward hooks on every weight-carrying layer (conv, linear, embedding, attention, ...; not
+    normalization) that record, during one real step, the output dtype of the first and last of them
+    in execution order. `remove()` takes the hooks out: none stays in the timed loop."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.seen: dict[str, str] = {}
+        self.record = LayerRecord()
         self._hooks = []
-        convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
-        linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-        for key, module in (("conv", convs[:1]), ("matmul", linears[-1:])):
-            for m in module:
-                self._hooks.append(m.register_forward_hook(self._record(key)))
+        for name, module in model.named_modules():
+            if isinstance(module, NORMS) or next(module.parameters(recurse=False), None) is None:
+                continue
+            self._hooks.append(module.register_forward_hook(self._hook(name or type(module).__name__)))
 
-    def _record(self, key: str):
-        def hook(_module, _inputs, output):
-            self.seen.setdefault(key, str(output.dtype).removeprefix("torch."))
+    def _hook(self, name: str):
+        def hook(module, _inputs, output):
+            t = _first_tensor(output)
+            if t is not None:
+                self.record.see(name, type(module).__name__, dtype_name(t.dtype), isinstance(module, LOOKUPS))
 
         return hook
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
-from dlbench.config import ModelConfig
+from dlbench.tasks.classification import ClassificationConfig
 
 nn = mx.gluon.nn
 HybridBlock = mx.gluon.HybridBlock
@@ -185,7 +185,7 @@ class CifarResNet(HybridBlock):
         return self.fc(self.features(x))
 
 
-def build_model(spec: ModelConfig, train: bool = True) -> Any:
+def build_model(spec: ClassificationConfig, train: bool = True) -> Any:
     """The HybridBlock for `spec` (uninitialized: the caller picks context, initializer and dtype).
     `train=False` builds the inference network (VGG16 without its Dropout layers, the identity there)."""
     if spec.name == "resnet50":
@@ -198,7 +198,7 @@ def build_model(spec: ModelConfig, train: bool = True) -> Any:
     raise ValueError(f"model={spec.name}: the mxnet backend has no such model")
 
 
-def initialize(net: Any, spec: ModelConfig, ctx: Any) -> None:
+def initialize(net: Any, spec: ClassificationConfig, ctx: Any) -> None:
     """Initialize as the torch backend does, so both frameworks train the same numbers.
 
     torchvision ResNet-50/VGG16: conv weights kaiming-normal (fan_out, ReLU) = Xavier gaussian, out, 2;
@@ -213,26 +213,3 @@ def initialize(net: Any, spec: ModelConfig, ctx: Any) -> None:
     dense = mx.init.Normal(0.01) if spec.name == "vgg16" else torch_default
     net.collect_params(r".*dense\d+_weight").setattr("init", dense)
     net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="out", magnitude=2), ctx=ctx)
-
-
-def first_conv(net: Any) -> Any:
-    """The network's first Conv2D block: precision_report runs it to observe the compute dtype."""
-    stack = [net]
-    while stack:
-        block = stack.pop(0)
-        if isinstance(block, nn.Conv2D):
-            return block
-        stack.extend(block._children.values())
-    raise ValueError(f"{type(net).__name__} has no Conv2D")
-
-
-def trainable_params(net: Any) -> int:
-    """Parameters that receive gradients (BatchNorm running statistics excluded, as in torch)."""
-    total = 0
-    for p in net.collect_params().values():
-        if p.grad_req != "null":
-            size = 1
-            for d in p.shape:
-                size *= d
-            total += size
-    return total

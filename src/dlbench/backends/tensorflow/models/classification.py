@@ -5,9 +5,8 @@ its VGG16 has no adaptive pooling, so parameters and FLOPs would differ from tor
 strided or padded layer pads explicitly and symmetrically like PyTorch (TF's "same" pads the
 bottom/right side more for stride 2 on even sizes, which shifts the sampling grid).
 
-Layer names the bench relies on: the first conv of every model is named "stem_conv", the last dense
-layer "logits", and the float32 output cast "logits_f32" (Keras' advice for mixed precision: keep the
-final activation in float32; the dense itself runs in the compute dtype, like torch autocast).
+The logits pass through a float32 cast "logits_f32" (Keras' advice for mixed precision: keep the final
+activation in float32; the dense itself runs in the compute dtype, like torch autocast).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from dlbench.config import ModelConfig
+from dlbench.tasks.classification import ClassificationConfig
 
 BN_EPS = 1e-5  # torch BatchNorm2d default
 BN_MOMENTUM = 0.9  # keras momentum = 1 - torch momentum (0.1)
@@ -57,7 +56,7 @@ def _head(x, num_classes: int, init=TORCH_DEFAULT):
     return layers.Activation("linear", dtype="float32", name="logits_f32")(x)
 
 
-def _input(spec: ModelConfig, dtype: str):
+def _input(spec: ClassificationConfig, dtype: str):
     return keras.Input(shape=(spec.image_size, spec.image_size, spec.channels), dtype=dtype, name="images")
 
 
@@ -78,7 +77,7 @@ def _bottleneck(x, width: int, stride: int, name: str):
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
 
-def resnet50(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model:
+def resnet50(spec: ClassificationConfig, input_dtype: str = "float32") -> keras.Model:
     inputs = _input(spec, input_dtype)
     x = layers.ReLU()(_bn(_conv(inputs, 64, 7, 2, name="stem_conv"), "stem_bn"))
     x = layers.ZeroPadding2D(1)(x)  # after ReLU, so zeros equal torch's -inf max-pool padding
@@ -128,7 +127,7 @@ class AdaptiveAvgPool2D(layers.Layer):
 _VGG16_CFG = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 
 
-def vgg16(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model:
+def vgg16(spec: ClassificationConfig, input_dtype: str = "float32") -> keras.Model:
     inputs = _input(spec, input_dtype)
     x = inputs
     first = True
@@ -179,7 +178,7 @@ def _basic_block(x, cout: int, stride: int, name: str):
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
 
-def resnet_cifar(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model:
+def resnet_cifar(spec: ClassificationConfig, input_dtype: str = "float32") -> keras.Model:
     depth = spec.depth or 56
     if (depth - 2) % 6:
         raise ValueError(f"model.depth={depth}: a CIFAR ResNet has depth 6n+2 (20, 32, 44, 56, 110)")
@@ -196,13 +195,9 @@ def resnet_cifar(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model
 MODELS = {"resnet50": resnet50, "vgg16": vgg16, "resnet_cifar": resnet_cifar}
 
 
-def build_model(spec: ModelConfig, input_dtype: str = "float32") -> keras.Model:
-    """Build under the current Keras dtype policy (set it first: layers read it when created)."""
+def build_model(spec: ClassificationConfig, float_dtype: str = "float32") -> keras.Model:
+    """Build under the current Keras dtype policy (set it first: layers read it when created); the image
+    input arrives as `float_dtype` (NHWC)."""
     if spec.name not in MODELS:
         raise ValueError(f"model={spec.name}: the tf backend has no such model (has {sorted(MODELS)})")
-    return MODELS[spec.name](spec, input_dtype)
-
-
-def trainable_params(model: keras.Model) -> int:
-    """Trainable parameter count (BN moving statistics excluded, like torch's buffers)."""
-    return int(sum(np.prod(v.shape) for v in model.trainable_weights))
+    return MODELS[spec.name](spec, float_dtype)

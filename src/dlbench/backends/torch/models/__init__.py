@@ -1,5 +1,3 @@
-"""PyTorch networks, one module per task family (classification, ...); `build_model` picks by name."""
-
-from dlbench.backends.torch.models.classification import build_model
-
-__all__ = ["build_model"]
+"""PyTorch networks, one module per task (classification.py, ...), found by the bench as
+`models.<model.task>` (dlbench.backends.skeleton.load_family). A module provides
+`build_model(cfg) -> nn.Module` and may provide `infer(model, inputs) -> outputs`."""

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from dlbench.config import ModelConfig
+from dlbench.tasks.classification import ClassificationConfig
 
 
 class _PadShortcut(nn.Module):
@@ -66,7 +66,7 @@ class CifarResNet(nn.Module):
         return self.fc(x)
 
 
-def build_model(spec: ModelConfig) -> nn.Module:
+def build_model(spec: ClassificationConfig) -> nn.Module:
     if spec.name == "resnet50":
         return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
     if spec.name == "vgg16":

@@ -1,0 +1,188 @@
+"""What the hand-written yardsticks (bare_ssd300.py, bare_transformer.py, bare_ncf.py) share: the precision
+switches, the optional torch.compile, warm-up then synchronized timed windows, and the one `BARE {json}`
+line each prints.
+
+It imports nothing from dlbench on purpose: a yardstick is the loop a careful engineer writes by hand, and
+dlbench's figure for the same job must come within 1% of it in the same command. Kept beside the scripts
+(not in the package) so the yardsticks stay independent of the code they judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import gc
+import itertools
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+
+
+def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.ArgumentParser:
+    """The flags every yardstick takes; each script adds its own model and batch flags."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    p.add_argument("--precision", default="amp", help="fp32|tf32|amp|bf16, or a comma list")
+    p.add_argument("--mode", default="train", help="train|infer, or a comma list")
+    p.add_argument("--warmup", type=int, default=warmup, help="untimed steps first (autotuning, compile)")
+    p.add_argument("--steps", type=int, default=steps, help="steps per timed window")
+    p.add_argument("--windows", type=int, default=windows, help="timed windows; the median is the figure")
+    p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--compile-mode", default="default")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:
+    """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each, and no
+    interpreter start or CUDA initialisation paid again. Returns the worst exit code."""
+    a = p.parse_args()
+    lists = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
+    for key, allowed in lists.items():
+        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
+        if bad:
+            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
+    code = 0
+    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
+        one = copy.copy(a)
+        one.precision, one.mode = precision, mode
+        code = max(code, run(one))
+        _release(one)
+    return code
+
+
+def _release(a: argparse.Namespace) -> None:
+    """Free the last configuration's model, optimizer state and compiled graphs before the next one."""
+    gc.collect()
+    if a.compile:
+        torch._dynamo.reset()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+@dataclass
+class Precision:
+    """What a precision name means on a device: autocast dtype (None = none) and loss scaling (fp16 only)."""
+
+    device: torch.device
+    dtype: torch.dtype | None
+    scaler: torch.amp.GradScaler | None
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def setup(a: argparse.Namespace) -> Precision:
+    """Device, seed and precision switches. fp32 is true FP32 (TF32 off); `amp` is FP16 with a dynamic loss
+    scale on CUDA and BF16 on the CPU (which has no fast FP16), as dlbench defines it."""
+    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device)
+    torch.manual_seed(a.seed)
+    torch.backends.cudnn.benchmark = True
+    tf32 = a.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    fp16 = dev.type == "cuda" and a.precision == "amp"
+    dtype = {"amp": torch.float16 if fp16 else torch.bfloat16, "bf16": torch.bfloat16}.get(a.precision)
+    scaler = torch.amp.GradScaler("cuda") if fp16 and a.mode == "train" else None
+    return Precision(dev, dtype, scaler)
+
+
+def maybe_compile(fn: Callable, a: argparse.Namespace) -> Callable:
+    return torch.compile(fn, mode=a.compile_mode) if a.compile else fn
+
+
+def optimizer_kwargs(a: argparse.Namespace, dev: torch.device) -> dict:
+    """fused: one kernel for all parameters, and GradScaler then checks fp16 overflow on the device instead
+    of syncing the host every step. foreach is torch's default."""
+    fused = a.optimizer == "fused"
+    return {"fused": True} if fused else {"foreach": dev.type == "cuda"}
+
+
+def update(loss: torch.Tensor, opt: torch.optim.Optimizer, prec: Precision) -> None:
+    """Backward and optimizer step, through the loss scaler when there is one."""
+    opt.zero_grad(set_to_none=True)
+    if prec.scaler is not None:
+        prec.scaler.scale(loss).backward()
+        prec.scaler.step(opt)
+        prec.scaler.update()
+    else:
+        loss.backward()
+        opt.step()
+
+
+def param_count(model: torch.nn.Module) -> int:
+    """Trainable parameters, each counted once (tied weights too)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
+    """Warm-up, then `windows` windows of `steps` steps, the device synchronized only at window edges.
+    `step` returns (units done, loss or None). Returns (units/s per window, last loss)."""
+    loss = None
+    for _ in range(a.warmup):
+        _, loss = step()
+    rates = []
+    for _ in range(a.windows):
+        with _window(dev) as seconds:
+            units = 0
+            for _ in range(a.steps):
+                n, loss = step()
+                units += n
+        rates.append(units / seconds())
+    return rates, loss
+
+
+@contextlib.contextmanager
+def _window(dev: torch.device) -> Iterator[Callable[[], float]]:
+    """CUDA events on a GPU (what the GPU finished between them), the wall clock on the CPU."""
+    elapsed = [math.nan]
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        yield lambda: elapsed[0]
+        end.record()
+        end.synchronize()
+        elapsed[0] = start.elapsed_time(end) / 1000.0
+    else:
+        t0 = time.perf_counter()
+        yield lambda: elapsed[0]
+        elapsed[0] = time.perf_counter() - t0
+
+
+def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:
+    """Print the one BARE line (median and p5/p95 over windows, final loss) and return the exit code:
+    3 when a training loss ended NaN or inf, which voids the figure."""
+    cuts = statistics.quantiles(rates, n=20, method="inclusive") if len(rates) > 1 else rates * 19
+    last = None if loss is None else float(loss)
+    finite = last is None or math.isfinite(last)
+    result = {
+        **vars(a),
+        **facts,
+        "device": prec.device.type,
+        "compute_dtype": str(prec.dtype or torch.float32).removeprefix("torch."),
+        "throughput": statistics.median(rates),
+        "p05": cuts[0],
+        "p95": cuts[18],
+        "all": rates,
+        "loss_last": last,
+        "loss_finite": finite,
+        "torch": torch.__version__,
+    }
+    if prec.device.type == "cuda":
+        result["gpu"] = torch.cuda.get_device_name(prec.device)
+    print("BARE " + json.dumps(result), flush=True)
+    if not finite:
+        print(f"non-finite final loss {last}: the figure is void", file=sys.stderr)
+        return 3
+    return 0

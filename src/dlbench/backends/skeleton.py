@@ -1,0 +1,128 @@
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
+"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
+`data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
+showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
+precision translation, model building, the step, sync and memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from dlbench.backends.base import BACKENDS
+from dlbench.config import JobConfig
+from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.data.synthetic import HostBatch, synthetic_batch
+from dlbench.tasks import task_spec
+
+
+def load_family(framework: str, task: str) -> ModuleType:
+    """The framework's model module for `task`: backends/<framework>/models/<task>.py."""
+    name = f"{BACKENDS[framework][0]}.models.{task}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise BackendUnavailable(
+            f"framework={framework} model.task={task}: this framework has no {task} models yet "
+            f"({name.replace('.', '/')}.py)"
+        ) from None
+
+
+class FixedSource:
+    """The synthetic source: one batch put on the device once and handed out at every step."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def next(self) -> Batch:
+        return self.batch
+
+    def close(self) -> None:
+        self.batch = None
+
+
+@dataclass(frozen=True)
+class LayerSeen:
+    name: str
+    kind: str  # the framework's layer or op type, e.g. Conv2d, Dense, Embedding, FullyConnected
+    dtype: str
+
+
+class LayerRecord:
+    """The first and last weight-carrying layers a real step ran, with the dtype of their real outputs.
+    Normalization layers are not offered (frameworks keep them float32 by design); lookups (embeddings)
+    are recorded but do not set compute_dtype: their output has the weights' dtype, not the math's."""
+
+    def __init__(self) -> None:
+        self.first: LayerSeen | None = None
+        self.last: LayerSeen | None = None
+        self.first_compute: LayerSeen | None = None
+
+    def see(self, name: str, kind: str, dtype: str, lookup: bool = False) -> None:
+        seen = LayerSeen(name, kind, dtype)
+        if self.first is None:
+            self.first = seen
+        self.last = seen
+        if self.first_compute is None and not lookup:
+            self.first_compute = seen
+
+    def facts(self) -> dict[str, Any]:
+        """compute_dtype (the first computing layer's output dtype) and the first/last layers seen."""
+        out: dict[str, Any] = {"compute_dtype": self.first_compute.dtype if self.first_compute else "unknown"}
+        for key, seen in (("first_layer", self.first), ("last_layer", self.last)):
+            if seen is not None:
+                out[key] = f"{seen.name} ({seen.kind})"
+                out[f"{key}_dtype"] = seen.dtype
+        return out
+
+
+class SpecBench:
+    """The framework-free half of a bench. Subclasses set `device` and call `open_source` once their
+    device and precision are known; they implement step, sync, loss, memory, precision_report, params
+    and close, and extend run_facts."""
+
+    device: str = "cpu"
+
+    def __init__(self, job: JobConfig) -> None:
+        self.job = job
+        self.spec = task_spec(job.model)
+        self.unit = self.spec.unit
+        self.train = job.mode == "train"
+        self.source: TimedSource | None = None
+        self.family: ModuleType | None = None
+
+    def load_family(self, framework: str) -> ModuleType:
+        """The framework's model module for this job's task (kept: open_source looks for its hooks)."""
+        self.family = load_family(framework, self.spec.task)
+        return self.family
+
+    def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
+        """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
+        dataset through the family's `real_source(bench)` when its model module defines one (a task whose
+        data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
+        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`."""
+        if self.job.dataset.name == "synthetic":
+            source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        else:
+            hook = getattr(self.family, "real_source", None)
+            source = ExplainedSource(hook(self) if hook is not None else real())
+        self.source = TimedSource(source)
+
+    def units(self) -> int:
+        return self.source.units if self.source else 0
+
+    def data_wait_s(self) -> float:
+        return self.source.wait_s if self.source else 0.0
+
+    def run_facts(self) -> dict[str, Any]:
+        return {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()

@@ -1,0 +1,42 @@
+"""How many CPU threads a job's framework uses, the same rule for all three (issue #10).
+
+`threads=null` means the CPUs in the worker's affinity mask. Each framework's `threads` module says
+what must be in the environment before its import (`env`) and applies/reads back the count after
+(`apply`). This module imports no framework: the supervisor uses it to build the worker's environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+PACKAGES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def resolve(threads: int | None) -> int:
+    return threads if threads else available_cpus()
+
+
+def _module(framework: str):
+    return importlib.import_module(f"dlbench.backends.{PACKAGES[framework]}.threads")
+
+
+def thread_env(framework: str, threads: int | None) -> dict[str, str]:
+    """What the worker's environment must hold so `framework` starts its pools with the job's threads."""
+    if framework not in PACKAGES:
+        return {}
+    return _module(framework).env(resolve(threads))
+
+
+def apply_threads(framework: str, threads: int | None) -> dict[str, int]:
+    """Apply the job's threads in this (worker) process after the framework import; return the counts
+    the framework reports: {"intra_op": n, "inter_op": m}."""
+    return _module(framework).apply(resolve(threads))

@@ -1,0 +1,40 @@
+"""Synthetic batches made from a task spec with numpy, once, on the host.
+
+Every framework gets the same numbers (seed 0, inputs then targets in spec order) and puts them on its
+device itself, in its own layout and dtype; the unit count comes from these host arrays, so no step
+ever asks the device how much it processed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlbench.tasks.spec import TaskSpec, TensorSpec
+
+
+@dataclass(frozen=True)
+class HostBatch:
+    """A batch as numpy arrays (floats as float32), keyed by the spec's input and target names."""
+
+    inputs: dict[str, np.ndarray]
+    targets: dict[str, np.ndarray]
+    units: int
+
+
+def _draw(rng: np.random.Generator, spec: TaskSpec, t: TensorSpec, batch_size: int) -> np.ndarray:
+    shape = (batch_size, *spec.sample_shape(t))
+    if not t.is_float:
+        return rng.integers(t.low or 0, t.high, shape).astype(t.dtype)
+    if t.low is None and t.high is None:
+        return rng.standard_normal(shape, dtype=np.float32)
+    return rng.uniform(t.low, t.high, shape).astype(np.float32)
+
+
+def synthetic_batch(spec: TaskSpec, batch_size: int, seed: int = 0) -> HostBatch:
+    """One random batch for `spec`: the batch a synthetic job reuses at every step."""
+    rng = np.random.default_rng(seed)
+    inputs = {name: _draw(rng, spec, t, batch_size) for name, t in spec.inputs.items()}
+    targets = {name: _draw(rng, spec, t, batch_size) for name, t in spec.targets.items()}
+    return HostBatch(inputs, targets, spec.count_units(inputs | targets))

@@ -1,0 +1,82 @@
+"""Refuse a mistyped key before anything runs or is recorded, and name the closest valid keys.
+
+Hydra refuses `precison=amp` without saying what was meant, and accepts `+precison=amp` (the fix its
+own message suggests) as a new key that nothing reads: the job then runs fp32 and exits 0. Every key
+of a `key=value` override, with or without `+`, `++` or `~`, must be a config group or a key of the
+schema registered with Hydra (dlbench.config.register_configs: the job schema and every group's
+schemas, so per-framework or per-family keys count too).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+ROOT_SCHEMA = "dlbench_schema.yaml"
+# Hydra flags that take the next word as their value (the value is not an override).
+FLAGS_WITH_VALUE = {"--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd", "--cfg", "-c",
+                    "--package", "-p", "--experimental-rerun", "--info", "-i"}  # fmt: skip
+
+
+def check_overrides(argv: list[str]) -> str | None:
+    """None when every override's key is known, else one line: the key, the closest valid keys."""
+    keys, groups = valid_keys()
+    for override in _overrides(argv):
+        key = override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+        if key.split(".", 1)[0] == "hydra" or key in groups or key in keys:
+            continue
+        close = difflib.get_close_matches(key, sorted(keys | groups), n=3, cutoff=0.6)
+        hint = (
+            f"did you mean {' or '.join(close)}?"
+            if close
+            else "see `python src/run.py --cfg job` for the keys"
+        )
+        return f"unknown key '{key}' in `{override}`: {hint} (nothing was run or recorded)"
+    return None
+
+
+def _overrides(argv: list[str]) -> Iterable[str]:
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in FLAGS_WITH_VALUE
+            continue
+        if "=" in word:
+            yield word
+
+
+def valid_keys() -> tuple[set[str], set[str]]:
+    """(every dotted key of the registered schemas, every config group name)."""
+    from hydra.core.config_store import ConfigStore
+
+    repo = ConfigStore.instance().repo
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    keys: set[str] = set()
+    for name, entry in repo.items():
+        if name == ROOT_SCHEMA:
+            keys |= _dotted(entry.node)
+        elif isinstance(entry, dict) and name != "hydra":
+            groups.add(name)
+            for node in entry.values():
+                keys |= {f"{name}.{k}" for k in _dotted(node.node)}
+    return keys, groups
+
+
+def _dotted(node: DictConfig) -> set[str]:
+    return set(flatten_keys(OmegaConf.to_container(node, resolve=False)))
+
+
+def flatten_keys(tree: dict, prefix: str = "") -> Iterable[str]:
+    """{"a": {"b": 1}} -> "a", "a.b": every key, as a dotted path."""
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        yield name
+        if isinstance(value, dict):
+            yield from flatten_keys(value, f"{name}.")

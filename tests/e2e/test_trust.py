@@ -1,0 +1,251 @@
+"""Issue #10 through the real CLI and a real sqlite store: signals whatever was inherited, a store that
+survives concurrent first use and interrupts, no secret recorded, strict keys, readable failures,
+threads recorded as the framework reports them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT, TINY
+from tests.e2e.test_cli import children_of, sweep_parent, workers_under
+from tests.e2e.test_mlflow_server import server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.slow
+LONG_JOB = ["+experiment=smoke", "model=vgg16", "model.image_size=224", "schedule.windows=50"]
+
+
+class Started:
+    """A CLI process started through bash (so the test can set its inherited signal disposition); its
+    output is read in a thread so the test can wait for a log line instead of sleeping."""
+
+    def __init__(self, cli, overrides: list[str], ignore: str | None = None) -> None:
+        trap = f'trap "" {ignore}; ' if ignore else ""
+        command = " ".join(f"'{a}'" for a in cli.args(overrides))
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f"{trap}exec {command}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=cli.env(),
+            cwd=ROOT,
+            start_new_session=True,  # its own group: the test can always kill all of it
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.output):
+            assert self.proc.poll() is None, (
+                f"exited {self.proc.returncode} before {pattern!r}: {self.output[-3000:]}"
+            )
+            assert time.monotonic() < deadline, f"no {pattern!r} after {timeout}s: {self.output[-3000:]}"
+            time.sleep(0.1)
+
+    def finish(self, timeout: float = 120) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code
+
+    def kill(self) -> None:
+        """Whatever happened: nothing the test started outlives it (workers run in their own group)."""
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_sweep_whatever_was_inherited(cli, sig, inherited):
+    started = Started(cli, LONG_JOB, ignore=sig.name.removeprefix("SIG") if inherited == "ignored" else None)
+    try:
+        started.wait_for(r"warm-up step 1/")  # the worker is running the model
+        workers = workers_under(cli.tmp)
+        assert workers
+        started.proc.send_signal(sig)
+        code = started.finish(timeout=120)
+        assert code == 128 + sig, started.output[-3000:]
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert alive == [] and workers_under(cli.tmp) == []
+        assert "Traceback" not in started.output
+        assert len([x for x in started.output.splitlines() if f"stopped by {sig.name}" in x]) == 1
+        runs = cli.runs()
+        parent = sweep_parent(runs)
+        (kid,) = children_of(runs, parent.info.run_id)
+        assert parent.info.status == "KILLED" and kid.info.status == "KILLED"
+        assert kid.data.tags["failure"] == "interrupted" and sig.name in kid.data.tags["failure.message"]
+    finally:
+        started.kill()
+
+
+def test_a_second_ctrl_c_during_cleanup_leaves_no_running_run(cli):
+    started = Started(cli, LONG_JOB)
+    try:
+        started.wait_for(r"window 1/50")
+        started.proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        started.proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        if started.proc.poll() is None:
+            started.proc.send_signal(signal.SIGINT)
+        assert started.finish(timeout=120) == 130, started.output[-3000:]
+        assert "Traceback" not in started.output
+        runs = cli.runs()
+        assert {r.info.status for r in runs} == {"KILLED"}, [(r.info.run_name, r.info.status) for r in runs]
+        (kid,) = [r for r in runs if r.data.tags.get("dlbench.kind") == "job"]
+        # an unfinished job keeps its windows, but not the headline figure searches use
+        assert "throughput" not in kid.data.metrics and kid.data.metrics["throughput_partial"] > 0
+        assert len(cli.client().get_metric_history(kid.info.run_id, "window/throughput")) >= 1
+        assert workers_under(cli.tmp) == []
+    finally:
+        started.kill()
+
+
+def test_ctrl_c_while_starting_is_one_line_and_leaves_no_store(cli):
+    started = Started(cli, TINY)
+    try:
+        time.sleep(1.0)  # inside the imports (hydra, mlflow: several seconds here) or just after
+        started.proc.send_signal(signal.SIGINT)
+        assert started.finish(timeout=120) == 130, started.output[-3000:]
+        assert "Traceback" not in started.output and "KeyboardInterrupt" not in started.output
+        assert len(started.output.strip().splitlines()) <= 3, started.output
+    finally:
+        started.kill()
+
+
+def test_ctrl_c_while_the_store_is_created_leaves_no_half_made_store(cli):
+    started = Started(cli, TINY)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(cli.tmp.glob(".mlflow.db.*.creating")):  # the migration has begun
+            assert started.proc.poll() is None and time.monotonic() < deadline, started.output[-3000:]
+            time.sleep(0.01)
+        started.proc.send_signal(signal.SIGINT)
+        assert started.finish(timeout=120) == 130, started.output[-3000:]
+    finally:
+        started.kill()
+    assert not cli.db.exists() or _tables(cli.db) > 60
+    res = cli.run(TINY)  # the store is made (or found whole) by the next run
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert len(children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)) == 1
+
+
+def _tables(db: Path) -> int:
+    with sqlite3.connect(db) as c:
+        return c.execute("select count(*) from sqlite_master where type='table'").fetchone()[0]
+
+
+def test_a_half_made_store_is_one_line_naming_the_file_and_the_fix(cli):
+    with sqlite3.connect(cli.db) as c:  # what an interrupted migration by an older dlbench left
+        c.execute("create table experiments (experiment_id integer primary key, name varchar(256))")
+    res = cli.run(TINY)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "Traceback" not in out
+    (line,) = [x for x in out.splitlines() if "cannot be opened" in x]
+    assert str(cli.db) in line and f"mv {cli.db} {cli.db}.broken" in line
+
+
+@pytest.mark.parametrize("sweeps", [2, 4])
+def test_sweeps_started_together_on_a_new_store_all_land(tmp_path, sweeps):
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "concurrent_sweeps.py"), "--sweeps", str(sweeps),
+         "--store", str(tmp_path / "store"), "--jobs", "1", "+experiment=smoke", "model=resnet_cifar",
+         "model.depth=8"],
+        capture_output=True, text=True, timeout=1200, cwd=ROOT,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"all {sweeps} sweeps landed" in res.stdout
+
+
+def test_no_secret_reaches_the_store_the_artifacts_or_the_report(cli, server, tmp_path):  # noqa: F811
+    planted = "PLANTED-pw-8731"
+    uri = server["url"].replace("http://", f"http://alice:{planted}@")
+    overrides = ["precision=fp32,bf16", *TINY, f"dataset.path='https://data.example/x?sig={planted}-sig'"]
+    args = [sys.executable, str(ROOT / "src" / "run.py"), "-m", *overrides, f"tracking.uri={uri}",
+            f"hydra.sweep.dir={cli.tmp / 'sweep'}"]  # fmt: skip
+    env = cli.env(TF_FAKE_TOKEN=f"{planted}-env", OMP_SECRET_KEY=f"{planted}-env2", OMP_NUM_THREADS="1")
+    res = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    stores = [tmp_path / "mlflow.db", *server["art"].rglob("*"), *(cli.tmp / "sweep").rglob("report*/*")]
+    files = [p for p in stores if p.is_file()]
+    assert any(p.name == "config.yaml" for p in files) and any(p.name == "report.md" for p in files)
+    leaked = [str(p) for p in files if planted.encode() in p.read_bytes()]
+    assert leaked == []
+    with sqlite3.connect(tmp_path / "mlflow.db") as c:  # the masked URI is what was recorded
+        (value,) = c.execute("select value from params where key = 'tracking.uri' limit 1").fetchone()
+    assert "alice:***@" in value and planted not in value
+    env_json = next(p for p in files if p.name == "environment.json").read_text()
+    assert '"OMP_NUM_THREADS"' in env_json and "TF_FAKE_TOKEN" not in env_json
+
+
+@pytest.mark.parametrize(
+    ("override", "suggestion"),
+    [
+        ("precison=amp", "precision"),
+        ("+precison=amp", "precision"),
+        ("model.batchsize=3", "model.batch_size"),
+    ],
+)
+def test_an_unknown_key_is_refused_naming_the_closest_keys(cli, override, suggestion):
+    res = cli.run([*TINY, override])
+    out = res.stdout + res.stderr
+    assert res.returncode == 2 and "Traceback" not in out
+    (line,) = [x for x in out.splitlines() if "unknown key" in x]
+    assert f"did you mean {suggestion}" in line
+    assert not cli.db.exists()
+
+
+@pytest.mark.parametrize("bad", ["schedule.windows=-1", "device=gpu"])
+def test_a_sweep_refused_by_validation_leaves_no_empty_parent(cli, bad):
+    res = cli.run([*TINY, bad])
+    assert res.returncode == 1 and "Traceback" not in res.stdout + res.stderr
+    assert "config error" in res.stdout + res.stderr
+    if cli.db.exists():
+        exp = cli.client().get_experiment_by_name("dlbench")
+        assert exp is None or cli.client().search_runs([exp.experiment_id]) == []
+
+
+def test_a_crashed_job_has_a_one_line_message_and_no_headline_throughput(cli):
+    res = cli.run(["debug.fault=abort", *TINY], multirun=False)
+    assert res.returncode == 1
+    (run,) = cli.runs()
+    tags, m = run.data.tags, run.data.metrics
+    assert tags["failure"] == "crash" and "\n" not in tags["failure.message"]
+    assert "worker died" in tags["failure.message"]
+    assert "throughput" not in m
+    best = cli.client().search_runs([run.info.experiment_id], "metrics.throughput > 0")
+    assert best == []
+
+
+def test_threads_are_recorded_as_the_framework_reports_them(cli):
+    res = cli.run(["framework=torch,mxnet", "threads=1", *TINY])
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = cli.runs()
+    kids = children_of(runs, sweep_parent(runs).info.run_id)
+    for kid in kids:
+        assert kid.data.params["threads.intra_op"] == "1" and kid.data.params["threads.inter_op"] == "1"
+    report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
+    assert "CPU threads" in report and "| 1/1 |" in report

@@ -1,0 +1,83 @@
+"""Issue #10's pure functions: masking secrets, refusing unknown keys, deferring signals, threads."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from dlbench import signals
+from dlbench.backends.threads import available_cpus, resolve, thread_env
+from dlbench.config import register_configs
+from dlbench.core.secrets import is_secret_name, mask
+from dlbench.overrides import check_overrides
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("tracking.uri=http://u:PW@host:5000", "tracking.uri=http://u:***@host:5000"),
+        ("postgresql://bob:s3cr%40t@db/mlflow", "postgresql://bob:***@db/mlflow"),
+        (r"tracking.uri=http\://u\:PW@h\:5000", r"tracking.uri=http\://u:***@h\:5000"),  # as Hydra logs it
+        ("https://h/x?password=PW&keep=1", "https://h/x?password=***&keep=1"),
+        ("https://h/x?X-Amz-Signature=S&access_token=T", "https://h/x?X-Amz-Signature=***&access_token=***"),
+        ("sqlite:////tmp/a/mlflow.db", "sqlite:////tmp/a/mlflow.db"),
+        ("user@example.com wrote http://host/path", "user@example.com wrote http://host/path"),
+    ],
+)
+def test_mask_hides_uri_credentials_and_keeps_the_rest(text, masked):
+    assert mask(text) == masked
+
+
+def test_secret_looking_environment_names():
+    secret = [
+        "GITHUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+        "OPENAI_API_KEY",
+        "MLFLOW_TRACKING_PASSWORD",
+    ]
+    plain = ["PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "KEYBOARD_LAYOUT"]
+    assert all(is_secret_name(n) for n in secret) and not any(is_secret_name(n) for n in plain)
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["precison=amp"], "did you mean precision"),
+        (["+precison=amp"], "did you mean precision"),
+        (["-m", "model.batchsize=3"], "did you mean model.batch_size"),
+        (["++schedule.window=3"], "did you mean schedule.windows"),
+    ],
+)
+def test_an_unknown_key_is_named_with_the_closest_ones(argv, hint):
+    register_configs()
+    assert hint in check_overrides(argv)
+
+
+def test_known_keys_groups_hydra_keys_and_flag_values_pass():
+    register_configs()
+    argv = ["-m", "framework=tf,torch", "+experiment=smoke", "model.depth=8", "~model.depth", "threads=2",
+            "hydra.sweep.dir=/x", "--cfg", "job", "tracking.uri=sqlite:///a.db"]  # fmt: skip
+    assert check_overrides(argv) is None
+
+
+def test_a_signal_inside_held_is_raised_when_it_ends():
+    signals.install()
+    try:
+        with pytest.raises(signals.Interrupted) as caught, signals.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            reached = True  # the body is not cut short
+        assert reached and caught.value.exit_code == 143
+        os.kill(os.getpid(), signal.SIGINT)  # a later signal during cleanup: noted, not raised
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_threads_default_to_the_affinity_and_reach_every_framework_env():
+    assert resolve(None) == available_cpus() == len(os.sched_getaffinity(0))
+    assert thread_env("mxnet", 3) == {"OMP_NUM_THREADS": "3", "MXNET_CPU_WORKER_NTHREADS": "3"}
+    assert thread_env("torch", 3)["OMP_NUM_THREADS"] == "3"
+    assert thread_env("tf", 3)["TF_NUM_INTRAOP_THREADS"] == "3"
