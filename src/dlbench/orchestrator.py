@@ -25,15 +25,18 @@ from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.environment import framework_env, host_facts
 from dlbench.progress import Progress
-from dlbench.results import LOSS_FLAG_TAG, SPREAD_FLAG, RepeatRecord, summarize_job
+from dlbench.results import LOSS_FLAG_TAG, SPREAD_FLAG, RepeatRecord, summarize_job, window_spans
 from dlbench.supervisor import Worker, WorkerTimeout
+from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, refuse_if_busy, shared_gpu
 from dlbench.telemetry.host import HostReader
 from dlbench.telemetry.nvml import NvmlReader
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.telemetry.sampler import Sampler
+from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash, reuse_finished
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import StoreError, open_store, resolve_uri
 from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run, ensure_parent
+from dlbench.tracking.ui_records import log_dataset_input
 
 log = logging.getLogger("dlbench")
 _said_no_gpu = False
@@ -59,17 +62,51 @@ def run_job(job: JobConfig, ctx: JobContext) -> str:
     try:
         validate(job)
         data_facts = check_dataset(job)  # fills dataset.path from $dataset.path_env
+        check_gpu_free(job)
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         _tally(job, ctx, "FAILED")
         return "FAILED"
     try:
+        if job.resume and (reused := _reuse(job)):
+            log.info("%s: reused FINISHED run %s (resume=true): not run again", ctx.label, reused)
+            _tally(job, ctx, "FINISHED")
+            return "FINISHED"
         status = JobRunner(job, ctx, data_facts).run()
     except StoreError as exc:  # every later job would fail the same way
         log.error("%s: %s", ctx.label, exc)
         status, STATE.abort = "FAILED", True
     _tally(job, ctx, status)
     return status
+
+
+def check_gpu_free(job: JobConfig) -> None:
+    """guard.exclusive=true: refuse (GpuBusyError, a ConfigError) while another process uses the GPU."""
+    if not job.guard.exclusive or job.device == "cpu":
+        return
+    gpu, why = NvmlReader.open(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if gpu is None:
+        log.info("guard.exclusive: %s; nothing to check", why)
+        return
+    try:
+        refuse_if_busy(gpu, exclusive=True)
+    finally:
+        gpu.close()
+
+
+def _parent_and_experiment(client: Any, experiment_id: str) -> tuple[str | None, str]:
+    """The sweep's parent run id (made here if this is its first job) and the experiment to use."""
+    parent = ensure_parent()  # a sweep's parent run is made with its first job's run
+    if parent is not None:
+        return parent.run_id, STATE.experiment_id
+    return os.environ.get(PARENT_ENV), experiment_id  # a job a launcher started in its own process
+
+
+def _reuse(job: JobConfig) -> str | None:
+    """resume=true: the FINISHED run of this configuration, now counted by this sweep, if there is one."""
+    client, experiment_id = open_store(resolve_uri(job.tracking.uri), job.tracking.experiment)
+    parent_id, experiment_id = _parent_and_experiment(client, experiment_id)
+    return reuse_finished(client, experiment_id, config_hash(job.to_dict()), parent_id)
 
 
 def _tally(job: JobConfig, ctx: JobContext, status: str) -> None:
@@ -103,6 +140,8 @@ class JobRunner:
         self.run_log: RunLogger | None = None
         self.sampler: Sampler | None = None
         self.window_step = 0  # window/* series step, continuous across repeats
+        self.watch: ProcessWatch | None = None  # other processes on the GPU (telemetry/guards.py)
+        self.guard = GuardFindings()
         # What the framework must find in its environment before it starts its thread pools.
         self.thread_env = thread_env(job.framework.name, job.threads) if job.mode != "data" else {}
 
@@ -147,7 +186,7 @@ class JobRunner:
         try:
             pid = worker.start()
             for reader in self.sampler.readers if self.sampler else ():
-                if isinstance(reader, HostReader):
+                if isinstance(reader, HostReader | ProcessWatch):
                     reader.attach(pid)
             deadline = time.monotonic() + self.job.timeout_s
             for event in worker.events(deadline):
@@ -210,21 +249,29 @@ class JobRunner:
     # ---- MLflow ----------------------------------------------------------------------------
     def _open_run(self) -> RunLogger:
         client, experiment_id = open_store(resolve_uri(self.job.tracking.uri), self.job.tracking.experiment)
-        parent = ensure_parent()  # a sweep's parent run is made with its first job's run
-        parent_id = parent.run_id if parent else os.environ.get(PARENT_ENV)
-        if parent is not None:
-            experiment_id = STATE.experiment_id
-        elif parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
+        parent_id, experiment_id = _parent_and_experiment(client, experiment_id)
+        if parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
             parent, experiment_id = adopted
             parent_id = parent.run_id
         j = self.job
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
-        tags = {"dlbench.kind": "job", "dlbench.output_dir": str(self.dir)}
+        tags = {
+            "dlbench.kind": "job",
+            "dlbench.output_dir": str(self.dir),
+            CONFIG_HASH_TAG: config_hash(j.to_dict()),
+        }
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run_log = run
         run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | self.data_facts)
+        if "dataset.digest" in self.data_facts:  # a real dataset: MLflow's dataset views show it
+            facts = self.data_facts
+            context = "training" if j.mode == "train" else "evaluation"
+            log_dataset_input(
+                client, run.run_id, j.dataset.name, facts["dataset.digest"], facts["dataset.resolved_path"],
+                context, facts.get("dataset.found_samples"),
+            )  # fmt: skip
         (self.dir / "config.yaml").write_text(mask(self.ctx.config_yaml))
         overrides = "".join(f"- {mask(o)}\n" for o in self.ctx.overrides) or "[]\n"
         (self.dir / "overrides.yaml").write_text(overrides)
@@ -250,7 +297,8 @@ class JobRunner:
                 log.info("telemetry: %s; sampling the host only", why)
                 _said_no_gpu = True
         if gpu is not None:
-            readers.append(gpu)
+            self.watch = ProcessWatch(gpu)
+            readers += [gpu, self.watch]
             self.run_log.tags({f"gpu.{k}": v for k, v in gpu.info().items()})
         readers.append(HostReader())
         sampler = Sampler(readers, self.job.telemetry.interval_s, self.dir / "telemetry.csv")
@@ -262,6 +310,9 @@ class JobRunner:
         metrics: dict[str, float] = {}
         try:
             metrics = summarize_job(self.records, samples)
+            self.guard = clock_guard(samples, window_spans(self.records))
+            self.guard.merge(shared_gpu(self.watch.foreign() if self.watch else []))
+            metrics.update(self.guard.metrics)
             if status != "FINISHED" and "throughput" in metrics:
                 # a search on `throughput` must find finished runs only; the windows stay as a series
                 metrics["throughput_partial"] = metrics.pop("throughput")
@@ -327,6 +378,9 @@ class JobRunner:
                 self.ctx.label,
                 metrics["loss_last"],
             )
+        tags.update(self.guard.tags)
+        for warning in self.guard.warnings:
+            log.warning("%s: %s", self.ctx.label, warning)
         precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
         tags.update({f"run.{k}": v for k, v in run_facts.items()})

@@ -17,6 +17,8 @@ from typing import Protocol
 
 import psutil
 
+from dlbench.config import ConfigError
+
 GPU_FLAG_TAG = "dlbench.gpu_flag"  # "shared": another process used the GPU while the job ran
 CLOCK_FLAG_TAG = "dlbench.clock_flag"  # "throttled", "clock-drop", or both (comma-separated)
 FOREIGN_TAG = "guard.foreign_processes"  # who: "pid name (MiB)", ...
@@ -44,7 +46,7 @@ THROTTLING = frozenset({"hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_bra
 CLOCK_DROP = 0.10  # flag when a timed window's SM clock is more than 10% below the fastest window's
 
 
-class GpuBusyError(Exception):
+class GpuBusyError(ConfigError):
     """guard.exclusive=true and another process is on the GPU; the message is one line with the fix."""
 
 

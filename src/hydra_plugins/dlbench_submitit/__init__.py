@@ -3,9 +3,11 @@
 The plugin runs each Hydra job as a submitit job: on a SLURM node, or in a process of its own on this
 machine. dlbench adds what a benchmark sweep needs on top:
 - the jobs import this checkout's dlbench (PYTHONPATH), as the worker processes do;
+- the sweep's parent run is made in the sweep's process before any job is submitted, and its id reaches
+  every job (inherited environment; an `export` line in SLURM's script);
 - in the job's process, SIGTERM (SLURM at the time limit) and SIGUSR2 (submitit's warning `signal_delay_s`
-  before it) end the job as Ctrl-C does: the run is closed KILLED with what was measured, the worker's
-  process group is killed, and the job returns normally so the other jobs of the sweep go on;
+  before it) end the job as Ctrl-C does (dlbench.signals): the run is closed KILLED with what was
+  measured, the worker's process group is killed, and the job returns normally so the sweep goes on;
 - each job's outcome comes back to the sweep's process, which counts it (exit code, parent run status);
 - on one machine, jobs run one at a time: a benchmark must not share the machine with the next job.
 
@@ -15,12 +17,11 @@ plugin scan imports it in every run, so dlbench itself is imported only when a l
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
@@ -28,26 +29,6 @@ from hydra.errors import CompactHydraException
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher, SlurmLauncher
 
 log = logging.getLogger("dlbench")
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
-
-
-class JobStopped(KeyboardInterrupt):
-    """The scheduler told the job to stop; handled as Ctrl-C is (the run ends KILLED)."""
-
-
-@contextlib.contextmanager
-def stop_signals_end_the_job() -> Iterator[None]:
-    """Replace submitit's handlers (it ignores SIGTERM and requeues on SIGUSR2) for the job's duration."""
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise JobStopped(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def export_checkout() -> None:
@@ -72,7 +53,12 @@ class _DlbenchJobs:
     """Mixed into the plugin's launchers (before them in the MRO)."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from dlbench.tracking.sweep import PARENT_ENV, ensure_parent
+
         export_checkout()
+        parent = ensure_parent()  # in this process: every job finds its id in the environment
+        if parent is not None and isinstance(self.params.get("setup"), list):
+            self.params["setup"] = [*self.params["setup"], f"export {PARENT_ENV}={parent.run_id}"]
         returns = self._launch(job_overrides, initial_job_idx)
         count_outcomes(returns, initial_job_idx)
         return returns
@@ -81,17 +67,17 @@ class _DlbenchJobs:
         return super().launch(job_overrides, initial_job_idx)  # type: ignore[misc]
 
     def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:
-        """Runs in the job's own process."""
-        with stop_signals_end_the_job():
-            try:
-                return super().__call__(*args, **kwargs)  # type: ignore[misc]
-            except KeyboardInterrupt as exc:  # the run is closed KILLED already (orchestrator)
-                log.warning("job stopped by %s", exc or "an interrupt")
-                return JobReturn(
-                    overrides=list(args[0]) if args else None,
-                    status=JobStatus.COMPLETED,
-                    _return_value="KILLED",
-                )
+        """Runs in the job's own process, where submitit ignores SIGTERM and requeues on SIGUSR2."""
+        from dlbench import signals
+
+        signals.install(extra=(signal.SIGUSR2,))
+        try:
+            return super().__call__(*args, **kwargs)  # type: ignore[misc]
+        except KeyboardInterrupt as exc:  # the run is closed KILLED already (orchestrator)
+            log.warning("job stopped by %s", getattr(exc, "name", "SIGINT"))
+            return JobReturn(
+                overrides=list(args[0]) if args else None, status=JobStatus.COMPLETED, _return_value="KILLED"
+            )
 
 
 class DlbenchSlurmLauncher(_DlbenchJobs, SlurmLauncher):
