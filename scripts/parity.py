@@ -5,8 +5,8 @@ with torch, segfaults when loaded after TensorFlow), through its backend's `mode
 with the framework's own tools. Parameters must be equal; FLOPs (conv + dense, a multiply-add = 2)
 within 2%. Exit code 1 when not.
 
-Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar] [--frameworks torch,tf,mxnet]
-       [--image-size N]   (default: each model's own size from conf/model)
+Usage: python scripts/parity.py [--models resnet50,vgg16,resnet_cifar,ncf,ssd300] [--frameworks torch,tf,mxnet]
+       [--image-size N]   (image models; default: each model's own size from conf/model)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ print("PARITY " + json.dumps(out))
 def model_spec(name: str, image_size: int | None) -> dict:
     spec = yaml.safe_load((ROOT / "conf" / "model" / f"{name}.yaml").read_text())
     spec.pop("defaults", None)
-    if image_size:
+    if image_size and "image_size" in spec:
         spec["image_size"] = image_size
     return spec
 
@@ -76,7 +76,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar")
+    parser.add_argument("--models", default="resnet50,vgg16,resnet_cifar,ncf,ssd300")
     parser.add_argument("--frameworks", default=",".join(BACKENDS))
     parser.add_argument("--image-size", type=int, default=None)
     args = parser.parse_args()
@@ -93,9 +93,10 @@ def main() -> int:
     )
     for model, spec in zip(models, specs, strict=True):
         cells = "".join(
-            f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.4f}" for fw in table
+            f"{table[fw][model]['params']:>18,}{table[fw][model]['gflops']:>14.6g}" for fw in table
         )
-        print(f"{model:<14}{spec['image_size']:>7}px " + cells)
+        size = f"{spec['image_size']}px" if "image_size" in spec else "ids"
+        print(f"{model:<14}{size:>10}" + cells)
     problems = check(table, models)
     for p in problems:
         print("MISMATCH " + p)

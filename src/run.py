@@ -19,6 +19,8 @@ signals.install()
 try:
     import logging
     import shlex
+    from collections.abc import Callable
+    from typing import Any
 
     import hydra
     from hydra.core.hydra_config import HydraConfig
@@ -35,8 +37,8 @@ except KeyboardInterrupt as exc:
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> str:
+def run_one(cfg: DictConfig, tally: sweep.SweepTally) -> str:
+    """Hydra's task function: one composed job, counted in the invocation's tally."""
     hc = HydraConfig.get()
     plain = OmegaConf.to_container(cfg, resolve=True)
     job = JobConfig.from_dict(plain)
@@ -48,7 +50,18 @@ def main(cfg: DictConfig) -> str:
         label=label,
         config_yaml=OmegaConf.to_yaml(plain),
     )
-    return run_job(job, ctx)
+    return run_job(job, ctx, tally)
+
+
+def hydra_main(tally: sweep.SweepTally) -> Callable[[], Any]:
+    """Hydra's entry for this invocation: the task function closes over `tally` (no global state)."""
+
+    def task(cfg: DictConfig) -> str:
+        return run_one(cfg, tally)
+
+    task.tally = tally  # a launcher running jobs in other processes counts their outcomes here
+
+    return hydra.main(version_base="1.3", config_path="../conf", config_name="config")(task)
 
 
 def _expand_mlproject_args(argv: list[str]) -> list[str]:
@@ -60,12 +73,14 @@ def _expand_mlproject_args(argv: list[str]) -> list[str]:
 
 def cli() -> int:
     sys.argv = _expand_mlproject_args(sys.argv)
+    tally = sweep.SweepTally()
     try:
         refused = check_overrides(sys.argv[1:])
         if refused:
             print(f"dlbench: {refused}", file=sys.stderr)
             return 2
-        main()
+        hydra_main(tally)()
+        sweep.finish_sweep(tally)  # a multirun's parent: counts, report, status (no-op otherwise)
     except KeyboardInterrupt as exc:
         sweep.close_parent("KILLED")
         logging.getLogger("dlbench").warning(
@@ -76,11 +91,8 @@ def cli() -> int:
     except SystemExit:  # Hydra reported an error (already printed) and is exiting
         sweep.close_parent("FAILED")
         raise
-    if sweep.STATE.failed:
-        print(
-            f"dlbench: {len(sweep.STATE.failed)} job(s) failed: {', '.join(sweep.STATE.failed)}",
-            file=sys.stderr,
-        )
+    if tally.failed:
+        print(f"dlbench: {len(tally.failed)} job(s) failed: {', '.join(tally.failed)}", file=sys.stderr)
         return 1
     return 0
 

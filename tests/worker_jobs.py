@@ -41,21 +41,23 @@ def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
     return job
 
 
-def run_worker(job: JobConfig, path: Path, env: dict[str, str]) -> tuple[int, list[dict], str]:
+def run_worker(
+    job: JobConfig, path: Path, env: dict[str, str], timeout: float = 300
+) -> tuple[int, list[dict], str]:
     """`python -m dlbench.worker` with events on stdout: (exit code, events, stderr)."""
     path.write_text(json.dumps(job.to_dict()))
     proc = subprocess.run(
         [sys.executable, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True, text=True, env=env, timeout=timeout,
     )  # fmt: skip
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return proc.returncode, events, proc.stderr
 
 
-def run_snippet(script: str, env: dict[str, str], marker: str = "STATS ") -> dict:
+def run_snippet(script: str, env: dict[str, str], marker: str = "STATS ", timeout: float = 300) -> dict:
     """Run python code in a subprocess; return the JSON it printed after `marker`."""
     proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith(marker))

@@ -8,13 +8,12 @@ import platform
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import psutil
 
+from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import is_secret_name, mask
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Environment variables that change what a framework does (threads, devices, allocators, logging).
 ENV_PREFIXES = (
     "OMP_",

@@ -1,6 +1,6 @@
 """Worker -> orchestrator events: one JSON object per line on a pipe (never stdout, which is the log).
 
-Every event has `event` (one of the names below) and `t` (wall-clock seconds, time.time(), so the
+Every event has `event` (one of the event names in dlbench.core.names) and `t` (wall-clock seconds, time.time(), so the
 orchestrator can align events with telemetry samples taken in another process).
 """
 
@@ -11,14 +11,8 @@ import os
 import time
 from typing import Any
 
-HELLO = "hello"  # worker process is up: pid
-BUILT = "built"  # import_s, build_s, params, device, unit (throughput unit), batch_size, versions
-WARMUP_STEP = "warmup_step"  # step, of
-WARMUP_DONE = "warmup_done"  # warmup_s, steps
-# samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
-WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
-DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
-ERROR = "error"  # kind (oom|config|crash), message
+# The event names live with every other shared name; re-exported here because they are the protocol's.
+from dlbench.core.names import BUILT, DONE, ERROR, HELLO, WARMUP_DONE, WARMUP_STEP, WINDOW  # noqa: F401
 
 
 class EventWriter:

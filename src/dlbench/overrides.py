@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+from dlbench.core.names import CONF_DIR
+
 ROOT_SCHEMA = "dlbench_schema.yaml"
 # Hydra flags that take the next word as their value (the value is not an override).
 FLAGS_WITH_VALUE = {"--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd", "--cfg", "-c",
@@ -59,7 +59,7 @@ def valid_keys() -> tuple[set[str], set[str]]:
     from hydra.core.config_store import ConfigStore
 
     repo = ConfigStore.instance().repo
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir() and "." not in p.name}  # not local.example
     keys: set[str] = set()
     for name, entry in repo.items():
         if name == ROOT_SCHEMA:

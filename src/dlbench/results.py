@@ -17,8 +17,19 @@ from dlbench.telemetry.sampler import summarize as summarize_samples
 from dlbench.timing import percentile
 from dlbench.timing import summarize as summarize_windows
 
-SPREAD_FLAG = 0.05  # repeats whose medians differ by more than this are flagged
-LOSS_FLAG_TAG = "dlbench.loss_flag"  # set to "non-finite" when the last window's loss was NaN or inf
+MESSAGE_CHARS = 500  # failure.message: one line, short enough to read in the MLflow UI
+
+
+@dataclass
+class Failure:
+    """Why a job did not finish: `kind` (crash, oom, timeout, config, interrupted) and one line."""
+
+    kind: str
+    message: str
+
+    def __post_init__(self) -> None:
+        lines = [line.strip() for line in self.message.strip().splitlines() if line.strip()]
+        self.message = (lines[0] if lines else self.kind)[:MESSAGE_CHARS]
 
 
 @dataclass

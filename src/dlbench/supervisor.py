@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import ConfigError
+from dlbench.core.names import SRC_DIR
 from dlbench.events import EventReader
-
-SRC_DIR = Path(__file__).resolve().parents[1]
 
 
 class WorkerTimeout(RuntimeError):

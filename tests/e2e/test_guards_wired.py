@@ -18,6 +18,7 @@ from dlbench import orchestrator
 from dlbench.config import JobConfig
 from dlbench.orchestrator import JobContext, run_job
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, FOREIGN_TAG, GPU_FLAG_TAG
+from dlbench.tracking.sweep import SweepTally
 from tests.recorded_nvml import RecordedNvml
 
 pytestmark = pytest.mark.slow
@@ -79,7 +80,7 @@ def test_a_shared_throttling_gpu_is_flagged_on_the_run(tmp_path, monkeypatch, ot
     use_reader(monkeypatch, reader)
     job, ctx, uri = job_in(tmp_path)
     with caplog.at_level(logging.WARNING, logger="dlbench"):
-        assert run_job(job, ctx) == "FINISHED"
+        assert run_job(job, ctx, SweepTally()) == "FINISHED"
     (run,) = MlflowClient(uri).search_runs(["1"])
     tags, metrics = run.data.tags, run.data.metrics
     assert tags[GPU_FLAG_TAG] == "shared" and tags[FOREIGN_TAG].startswith(f"{other_process} python")
@@ -96,6 +97,6 @@ def test_exclusive_refuses_a_busy_gpu_before_anything_runs(tmp_path, monkeypatch
     use_reader(monkeypatch, RecordedNvml([{}], procs=[{other_process: 2048.0}]))
     job, ctx, uri = job_in(tmp_path, guard={"exclusive": True})
     with caplog.at_level(logging.ERROR, logger="dlbench"):
-        assert run_job(job, ctx) == "FAILED"
+        assert run_job(job, ctx, SweepTally()) == "FAILED"
     assert f"guard.exclusive=true and the GPU is in use by {other_process}" in caplog.text
     assert not (tmp_path / "job" / "worker.log").exists()  # no worker was started

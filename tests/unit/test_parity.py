@@ -23,6 +23,8 @@ def test_parity_script_agrees_across_frameworks():
         assert f"{fw} params" in header, f"{fw} missing from the parity table:\n{res.stdout}"
     assert "parity: OK" in res.stdout
     assert "25,557,032" in res.stdout and "138,357,544" in res.stdout
+    assert "31,832,577" in res.stdout  # NeuMF at MovieLens-20M sizes
+    assert "22,894,902" in res.stdout  # SSD300 (DLE): the count does not depend on the input size
 
 
 def test_parity_check_flags_a_different_network():

@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
 
-from dlbench.config import JobConfig, register_configs
+from dlbench.config import JobConfig, register_configs, validate
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
 from dlbench.report.analysis import analyze, interval, separated
 from dlbench.report.load import job_row, select
 from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
-from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTracking, ensure_parent
+from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTally, SweepTracking, ensure_parent, finish_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_CLI = ROOT / "src" / "report.py"
@@ -414,8 +415,8 @@ def hook_sweep(cfg, uri: str) -> tuple[MlflowClient, str]:
     parent = ensure_parent().run_id  # what the sweep's first job run does
     log_job(client, eid, parent, "torch resnet50 fp32 train", (95, 100, 105), metrics=GPU)
     log_job(client, eid, parent, "torch resnet50 amp train", (190, 200, 210), metrics=GPU)
-    STATE.finished += ["job 0", "job 1"]
-    cb.on_multirun_end(config=cfg)
+    tally = SweepTally(finished=["job 0", "job 1"])
+    finish_sweep(tally)  # what src/run.py does when the sweep's jobs have run
     return client, parent
 
 
@@ -449,6 +450,22 @@ def test_a_report_failure_never_fails_the_sweep(tmp_path, caplog):
 
 
 # ---- presets -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", ["h200_matrix", "h200_optimizer", "h200_compile", "h200_vgg", "h200_dali"])
+def test_the_h200_sweeps_are_presets_whose_every_job_is_valid(preset):
+    """The sweeps behind docs/results/h200.md, once shell scripts, compose into valid CUDA jobs."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+        params = dict(cfg.hydra.sweeper.params)
+        assert params
+        for key, values in params.items():
+            for value in values.split(","):
+                overrides = [f"+experiment={preset}", f"{key}={value}", "dataset.path=/data/jpegs"]
+                job = JobConfig.from_dict(OmegaConf.to_container(compose("config", overrides), resolve=True))
+                validate(job)
+                assert (job.device, job.framework.name, job.schedule.windows) == ("cuda", "torch", 8)
+
+
 def test_presets_compose():
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
@@ -459,7 +476,7 @@ def test_presets_compose():
         params = dict(synced.hydra.sweeper.params)
         assert params == {
             "framework": "tf,torch,mxnet",
-            "model": "resnet50,vgg16,resnet_cifar",
+            "model": "resnet50,vgg16,resnet_cifar,ncf,ssd300",
             "precision": "fp32,amp",
             "mode": "train,infer",
         }
@@ -470,4 +487,4 @@ def test_presets_compose():
                 cfg = compose(config_name="config", overrides=["+experiment=synced2019", f"{key}={value}"])
                 if key == "model":
                     batch[value] = cfg.model.batch_size
-        assert batch == {"resnet50": 64, "vgg16": 64, "resnet_cifar": 128}
+        assert batch == {"resnet50": 64, "vgg16": 64, "resnet_cifar": 128, "ncf": 16384, "ssd300": 32}

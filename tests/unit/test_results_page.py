@@ -1,4 +1,4 @@
-"""scripts/results_page.py on a real sqlite MLflow store: ratios stay inside one run and one optimizer,
+"""`python src/report.py page` (dlbench.report.page) on a real sqlite MLflow store: ratios stay inside one run and one optimizer,
 and a job whose loss went NaN is listed as diverged and never enters a ratio."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from dlbench.config import JobConfig
+from dlbench.report.page import digest
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
 from tests.conftest import ROOT
@@ -38,7 +39,7 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     ))  # fmt: skip
     out = tmp_path / "page"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/results_page.py"), "--run", "gpu", str(db), str(bare), "--out", str(out)],
+        [sys.executable, str(ROOT / "src/report.py"), "page", "--source", "gpu", str(db), str(bare), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -50,3 +51,5 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
         "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
     ]  # fmt: skip
     assert md.count("FINISHED, diverged") == 2
+    # provenance: which data made the page
+    assert "## Provenance" in md and f"- Source gpu: mlflow.db sha256 {digest(db)} (4 jobs)" in md

@@ -20,6 +20,8 @@ from dlbench.config import JobConfig
 from dlbench.data.synthetic import synthetic_batch
 from dlbench.tasks import TASKS, task_spec
 from dlbench.tasks.classification import ClassificationConfig
+from dlbench.tasks.detection import DetectionConfig
+from dlbench.tasks.recommendation import RecommendationConfig
 from dlbench.tasks.test_mlp import MLPConfig
 from tests.worker_jobs import run_snippet, run_worker, worker_env
 
@@ -34,6 +36,10 @@ TINY = {
         name="resnet_cifar", depth=8, image_size=32, num_classes=10, batch_size=2
     ),
     "test_mlp": MLPConfig(features=16, hidden=32, batch_size=8),
+    "recommendation": RecommendationConfig(
+        num_users=16, num_items=24, factors=8, mlp_layers=[16, 8], batch_size=10
+    ),
+    "detection": DetectionConfig(image_size=32, batch_size=2),  # SSD300's layers, 108 default boxes
 }
 STEPS = 3
 
@@ -88,9 +94,11 @@ def _run(framework: str, task: str, tmp: Path) -> dict:
     env = worker_env(OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", TF_NUM_INTRAOP_THREADS="1",
                      TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")  # fmt: skip
     arg = json.dumps({k: j.to_dict() for k, j in jobs.items()})
-    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env)
+    # SSD300's graph takes TensorFlow minutes to trace three times on a loaded 2-core machine
+    limit = 900 if task == "detection" else 300
+    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env, timeout=limit)
     # and the real worker, which rebuilds the family's config from JSON and reports the unit
-    out["worker"] = run_worker(jobs["fp32_train"], tmp / f"{framework}-{task}.json", env)
+    out["worker"] = run_worker(jobs["fp32_train"], tmp / f"{framework}-{task}.json", env, timeout=limit)
     return out
 
 

@@ -109,6 +109,10 @@ class SpecBench:
         is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`."""
         if self.job.dataset.name == "synthetic":
             source: Any = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
+        elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI
+            from dlbench.data.movielens import MovieLensSource
+
+            source = MovieLensSource(self.job, to_device)
         else:
             hook = getattr(self.family, "real_source", None)
             source = ExplainedSource(hook(self) if hook is not None else real())

@@ -36,5 +36,8 @@ def synthetic_batch(spec: TaskSpec, batch_size: int, seed: int = 0) -> HostBatch
     """One random batch for `spec`: the batch a synthetic job reuses at every step."""
     rng = np.random.default_rng(seed)
     inputs = {name: _draw(rng, spec, t, batch_size) for name, t in spec.inputs.items()}
-    targets = {name: _draw(rng, spec, t, batch_size) for name, t in spec.targets.items()}
+    if spec.synthetic_targets is not None:
+        targets = spec.synthetic_targets(rng, batch_size)
+    else:
+        targets = {name: _draw(rng, spec, t, batch_size) for name, t in spec.targets.items()}
     return HostBatch(inputs, targets, spec.count_units(inputs | targets))

@@ -25,8 +25,9 @@ from typing import Any
 
 from dlbench.config import ConfigError, JobConfig
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
+from dlbench.data.movielens import check_movielens
 
-FORMATS = ("folder", "tfrecord", "recordio")
+FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")
 TRAIN_SPLITS = ("train",)
 EVAL_SPLITS = ("val", "validation", "test")
@@ -89,6 +90,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
     so the worker reads exactly the folder checked here and MLflow records it.
     """
     ds = job.dataset
+    if ds.name == "movielens" or (job.model.task == "recommendation" and ds.name != "synthetic"):
+        return check_movielens(job)  # ratings, not images: data/movielens.py
     if ds.name == "synthetic":
         if job.mode == "data":
             raise ConfigError(
@@ -97,6 +100,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
         return {}
     _check_data_settings(job)
     ds.path = resolve_path(job)
+    if job.model.task == "detection" or ds.format == "coco":
+        return _check_coco(job)
     layout = resolve_layout(job)
     outputs = getattr(job.model, "num_classes", None)  # a classification family's key
     if layout.classes and outputs is not None and len(layout.classes) > outputs:
@@ -109,6 +114,41 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
             f"dataset {layout.root} has {layout.num_samples} samples, fewer than data.num_shards={job.data.num_shards}"
         )
     return layout.facts()
+
+
+def _check_coco(job: JobConfig) -> dict[str, Any]:
+    """Detection reads the COCO layout (dlbench.data.coco), and only detection does."""
+    from dlbench.data import coco  # detection only
+
+    ds = job.dataset
+    if job.model.task != "detection" or ds.format not in (None, "coco"):
+        raise ConfigError(
+            f"dataset={ds.name} (format={ds.format}) with model={job.model.name}: COCO-layout data is for "
+            "detection models (model=ssd300) and detection reads dataset.format=coco (e.g. dataset=coco2017)"
+        )
+    if job.mode == "data":
+        raise ConfigError(
+            "mode=data measures the classification image pipeline; with COCO use mode=train or infer"
+        )
+    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train")
+    classes = len(split.data["categories"])
+    if classes >= job.model.num_classes:
+        raise ConfigError(
+            f"dataset {split.annotations_file} has {classes} categories but model.num_classes="
+            f"{job.model.num_classes} (background included): use model.num_classes={classes + 1} or more"
+        )
+    images = split.num_images if job.mode == "infer" else split.annotated_images
+    if images < job.data.num_shards:
+        raise ConfigError(
+            f"dataset {split.root} has {images} images, fewer than data.num_shards={job.data.num_shards}"
+        )
+    return {
+        "dataset.resolved_path": split.root,
+        "dataset.resolved_format": "coco",
+        "dataset.split": split.name,
+        "dataset.found_samples": images,
+        "dataset.found_classes": classes,
+    }
 
 
 def _check_data_settings(job: JobConfig) -> None:

@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dlbench.core.names import SPREAD_LIMIT
 from dlbench.report.load import JobRow
 
-SPREAD_LIMIT = (
-    0.05  # relative spread across repeats above which a row is flagged (matches dlbench.spread_flag)
-)
 FRAMEWORK_ORDER = ("tf", "torch", "mxnet")  # the order of the Synced 2019 article
 PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
 BASELINE = "fp32"

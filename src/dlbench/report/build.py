@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.names import OVERRIDES_TAG
 from dlbench.core.secrets import mask
 from dlbench.report import charts
 from dlbench.report.analysis import Analysis, analyze
@@ -134,8 +135,8 @@ def _overview(sel: Selection, analysis: Analysis) -> Block:
         b.bullets.append(
             f"Sweep parent run `{sel.parent.info.run_id}` ({sel.parent.info.status}), started {started}"
         )
-        if tags.get("dlbench.overrides"):
-            b.bullets.append(f"Overrides: `{tags['dlbench.overrides']}`")
+        if tags.get(OVERRIDES_TAG):
+            b.bullets.append(f"Overrides: `{tags[OVERRIDES_TAG]}`")
     else:
         b.bullets.append(
             f"All job runs of the experiment (the newest run of each configuration), first {started}"

@@ -16,37 +16,20 @@ from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.names import (
+    FAILURE_MESSAGE_TAG,
+    FAILURE_TAG,
+    KIND_SWEEP,
+    KIND_TAG,
+    LOSS_FLAG_TAG,
+    PARENT_TAG,
+    SPREAD_FLAG_TAG,
+    SUMMARY_METRICS,
+)
 from dlbench.core.secrets import mask
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
 from dlbench.tracking.resume import reused_filter
 
-PARENT_TAG = "mlflow.parentRunId"
-KIND_TAG = "dlbench.kind"
-SPREAD_FLAG_TAG = "dlbench.spread_flag"
-LOSS_FLAG_TAG = "dlbench.loss_flag"
-
-# The job summary metrics a report reads (orchestrator._summary, plus the repeat spread).
-SUMMARY_METRICS = (
-    "throughput",
-    "throughput_p05",
-    "throughput_p95",
-    "throughput_cv",
-    "throughput_spread",
-    "step_time_ms",
-    "warmup_s",
-    "startup_s",
-    "total_s",
-    "gpu_util_mean",
-    "gpu_mem_used_mib_max",
-    "framework_mem_mib_max",
-    "power_w_mean",
-    "energy_j_per_sample",
-    "cpu_util_mean",
-    "host_rss_mib_max",
-    "data_wait_frac",
-    "loss_first",
-    "loss_last",
-)
 # Params that make two runs of one framework x model x precision x mode different measurements, beside
 # every model-family key (model.*, whatever the family: image_size, depth, vocabulary...).
 # Only those that differ inside a (model, mode) group end up in the group's "variant" label.
@@ -191,7 +174,7 @@ def select(
         return Selection(uri, exp.experiment_id, exp.name, None, [job_row(r) for r in runs])
     latest = client.search_runs(
         [exp.experiment_id],
-        f"tags.`{KIND_TAG}` = 'sweep'",
+        f"tags.`{KIND_TAG}` = '{KIND_SWEEP}'",
         run_view_type=ViewType.ACTIVE_ONLY,
         max_results=1,
         order_by=["attributes.start_time DESC"],
@@ -236,7 +219,7 @@ def _experiment(client: MlflowClient, uri: str, name: str) -> Any:
 
 
 def _is_job(run: Run) -> bool:
-    return run.data.tags.get(KIND_TAG) != "sweep" and "framework.name" in run.data.params
+    return run.data.tags.get(KIND_TAG) != KIND_SWEEP and "framework.name" in run.data.params
 
 
 def _is_variant_param(key: str) -> bool:
@@ -246,7 +229,7 @@ def _is_variant_param(key: str) -> bool:
 def job_row(run: Run) -> JobRow:
     """Flatten one job run (params are the flattened job config, see orchestrator._open_run)."""
     p, m, t = run.data.params, run.data.metrics, run.data.tags
-    message = t.get("failure.message")
+    message = t.get(FAILURE_MESSAGE_TAG)
     repeats = p.get("schedule.repeats", "1")
     return JobRow(
         run_id=run.info.run_id,
@@ -259,7 +242,7 @@ def job_row(run: Run) -> JobRow:
         start_ms=run.info.start_time or 0,
         metrics={k: float(m[k]) for k in SUMMARY_METRICS if k in m},
         variant_params={k: v for k, v in p.items() if _is_variant_param(k)},
-        failure=t.get("failure"),
+        failure=t.get(FAILURE_TAG),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
         loss_flag=t.get(LOSS_FLAG_TAG),
@@ -294,7 +277,8 @@ def describe_store(client: MlflowClient, uri: str, sweeps_per_experiment: int = 
     for exp in client.search_experiments():
         runs = search_all(client, [exp.experiment_id])
         sweeps = sorted(
-            (r for r in runs if r.data.tags.get(KIND_TAG) == "sweep"), key=lambda r: -(r.info.start_time or 0)
+            (r for r in runs if r.data.tags.get(KIND_TAG) == KIND_SWEEP),
+            key=lambda r: -(r.info.start_time or 0),
         )
         jobs = sum(1 for r in runs if _is_job(r))
         lines.append(

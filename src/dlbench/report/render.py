@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dlbench.report.analysis import RULE, SPREAD_LIMIT, Analysis, Group, flagged
+from dlbench.core.names import SPREAD_LIMIT
+from dlbench.report.analysis import RULE, Analysis, Group, flagged
 from dlbench.report.load import JobRow
 
 DASH = "–"  # shown for a metric the run did not log (e.g. GPU metrics of a CPU run)

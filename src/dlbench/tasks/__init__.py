@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dlbench.tasks import classification, test_mlp
+from dlbench.tasks import classification, detection, recommendation, test_mlp
 from dlbench.tasks.spec import ModelConfig, TaskSpec
 
 
@@ -23,6 +23,8 @@ class Task:
 
 TASKS: dict[str, Task] = {
     "classification": Task(classification.ClassificationConfig, classification.spec),
+    "detection": Task(detection.DetectionConfig, detection.spec),
+    "recommendation": Task(recommendation.RecommendationConfig, recommendation.spec),
     "test_mlp": Task(test_mlp.MLPConfig, test_mlp.spec, test_only=True),
 }
 

@@ -111,6 +111,8 @@ class TaskSpec:
     unit        the throughput unit: "images", "target tokens", "samples"
     count_units how many units a batch holds, from its host (numpy) arrays keyed by input/target name
     axes        size of each variable-length axis for synthetic batches and FLOP counts
+    synthetic_targets  optional (rng, batch_size) -> {target name: array}: targets that must be made
+                like real ones rather than drawn at random (SSD's boxes encoded to the default boxes)
     """
 
     task: str
@@ -123,6 +125,7 @@ class TaskSpec:
     count_units: Callable[[Mapping[str, np.ndarray]], int] = count_batch
     loss_args: dict[str, Any] = field(default_factory=dict)
     axes: dict[str, int] = field(default_factory=dict)
+    synthetic_targets: Callable[[np.random.Generator, int], dict[str, np.ndarray]] | None = None
 
     def sample_shape(self, tensor: TensorSpec) -> tuple[int, ...]:
         """The per-sample shape with every variable-length axis at its synthetic size."""

@@ -16,10 +16,9 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
 
+from dlbench.core.names import PARENT_TAG
 from dlbench.core.secrets import mask
 from dlbench.tracking.bulk_metrics import bulk_log_metrics
-
-PARENT_TAG = "mlflow.parentRunId"
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -19,10 +19,10 @@ from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
 from dlbench.config import ConfigError
+from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import mask
 from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SQLITE = "sqlite:///"
 LOCK_TIMEOUT_S = 600
 

@@ -1,10 +1,11 @@
-"""The multirun's parent run, made by a Hydra callback, and the sweep's running tally.
+"""The multirun's parent run and the sweep's tally.
 
-Hydra runs the jobs of a sweep in this process (basic launcher), one after another; the tally lets
-`src/run.py` exit non-zero when a job failed and lets `fail_fast` skip the rest. The parent run is
-made together with the sweep's first job run (`ensure_parent`), so a sweep whose every job is refused
-by validation leaves no empty parent behind. Its id is also put in the environment so launchers that
-run jobs in other processes find it.
+Hydra runs the jobs of a sweep in this process (basic launcher), one after another. A Hydra callback
+notes the sweep's start; the parent run is made together with the sweep's first job run
+(`ensure_parent`), so a sweep whose every job is refused by validation leaves no empty parent behind;
+its id is also put in the environment so launchers that run jobs in other processes find it. The
+entry point owns a `SweepTally` (passed to every job explicitly), exits non-zero when a job failed,
+lets `fail_fast` skip the rest, and ends the sweep with `finish_sweep` (counts, report, status).
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from dlbench import signals
+from dlbench.core.names import (
+    JOBS_FAILED_TAG,
+    JOBS_FINISHED_TAG,
+    KIND_SWEEP,
+    KIND_TAG,
+    MLFLOW_RUN_ID_TAG,
+    OVERRIDES_TAG,
+    SWEEP_DIR_TAG,
+    SWEEP_RUN_ID_TAG,
+)
 from dlbench.core.secrets import mask
 from dlbench.environment import git_commit, host_facts
 from dlbench.tracking.run_logger import RunLogger
@@ -39,18 +50,34 @@ class PendingSweep:
     experiment: str
     overrides: str
     sweep_dir: str
+    report: bool = True  # report.enabled: log the comparison report on the parent at the end
+
+
+@dataclass
+class SweepTally:
+    """Which jobs of this invocation finished or failed; made by the entry point, passed to each job."""
+
+    failed: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    abort: bool = False  # fail_fast tripped (or the store is unusable): the remaining jobs are skipped
+
+    def add(self, label: str, status: str, fail_fast: bool) -> None:
+        if status == "FINISHED":
+            self.finished.append(label)
+        else:
+            self.failed.append(label)
+            self.abort = self.abort or fail_fast
 
 
 @dataclass
 class SweepState:
+    """The parent run shared by the Hydra callback (which cannot be handed arguments) and the jobs."""
+
     pending: PendingSweep | None = None  # a sweep has started; its parent run is made on first use
     parent: RunLogger | None = None
     experiment_id: str | None = None
     adopted: bool = False  # the parent is the run `mlflow run` made: not ours to terminate
     outer: RunLogger | None = None  # `mlflow run`'s run in "Default", not adopted (adopt_mlflow_run)
-    failed: list[str] = field(default_factory=list)
-    finished: list[str] = field(default_factory=list)
-    abort: bool = False  # fail_fast tripped: the remaining jobs are skipped
     closed: bool = False  # the parent run has been terminated
 
 
@@ -85,23 +112,14 @@ class SweepTracking(Callback):
     """Hydra callback: one MLflow parent run per multirun."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        STATE.__init__()  # a fresh tally per sweep (tests run several in one process)
+        STATE.__init__()  # a fresh parent per sweep (tests run several in one process)
         STATE.pending = PendingSweep(
             uri=resolve_uri(config.tracking.uri),
             experiment=config.tracking.experiment,
             overrides=" ".join(config.hydra.overrides.task),
             sweep_dir=config.hydra.sweep.dir,
+            report=bool(OmegaConf.select(config, "report.enabled", default=True)),
         )
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        parent = STATE.parent
-        if parent is None:
-            return
-        parent.tags({"dlbench.jobs_finished": len(STATE.finished), "dlbench.jobs_failed": len(STATE.failed)})
-        if OmegaConf.select(config, "report.enabled", default=True):
-            log_report(parent, resolve_uri(config.tracking.uri), Path(config.hydra.sweep.dir) / "report")
-        close_parent("FAILED" if STATE.failed else "FINISHED")
-        os.environ.pop(PARENT_ENV, None)
 
 
 def ensure_parent() -> RunLogger | None:
@@ -112,9 +130,9 @@ def ensure_parent() -> RunLogger | None:
     client, experiment_id = open_store(sweep.uri, sweep.experiment)
     adopted = adopt_mlflow_run(client, experiment_id)
     tags = {
-        "dlbench.kind": "sweep",
-        "dlbench.sweep_dir": sweep.sweep_dir,
-        "dlbench.overrides": sweep.overrides,
+        KIND_TAG: KIND_SWEEP,
+        SWEEP_DIR_TAG: sweep.sweep_dir,
+        OVERRIDES_TAG: sweep.overrides,
     }
     tags.update({f"host.{k}": v for k, v in host_facts().items()})
     if adopted:
@@ -130,11 +148,23 @@ def ensure_parent() -> RunLogger | None:
     parent.params({"sweep.overrides": sweep.overrides or "(none)", "git_commit": git_commit()})
     outer = STATE.outer
     if outer is not None:  # `mlflow run`'s own run, left in "Default": point both ways
-        outer.tags({"dlbench.sweep_run_id": parent.run_id})
-        parent.tags({"dlbench.mlflow_run_id": outer.run_id})
+        outer.tags({SWEEP_RUN_ID_TAG: parent.run_id})
+        parent.tags({MLFLOW_RUN_ID_TAG: outer.run_id})
     os.environ[PARENT_ENV] = parent.run_id
     log.info("MLflow parent run %s (experiment %s)", parent.run_id, experiment_id)
     return parent
+
+
+def finish_sweep(tally: SweepTally) -> None:
+    """The sweep's end (all jobs ran): counts on the parent, the report, then FINISHED or FAILED."""
+    parent, sweep = STATE.parent, STATE.pending
+    if parent is None or sweep is None:
+        return
+    parent.tags({JOBS_FINISHED_TAG: len(tally.finished), JOBS_FAILED_TAG: len(tally.failed)})
+    if sweep.report:
+        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report")
+    close_parent("FAILED" if tally.failed else "FINISHED")
+    os.environ.pop(PARENT_ENV, None)
 
 
 def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:

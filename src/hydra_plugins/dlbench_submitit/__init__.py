@@ -40,13 +40,12 @@ def export_checkout() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC_DIR), *paths) if p)
 
 
-def count_outcomes(returns: Sequence[JobReturn], first_idx: int) -> None:
-    """The sweep's tally, from what each job returned (run.py's main returns the run's status)."""
-    from dlbench.tracking.sweep import STATE
-
+def count_outcomes(tally: Any, returns: Sequence[JobReturn], first_idx: int) -> None:
+    """Count each job in the sweep's tally (src/run.py's, held by its task function) from what the job
+    returned: the run's status (run.py's task function returns it)."""
     for i, ret in enumerate(returns):
         label = f"job {first_idx + i} [{' '.join(ret.overrides or [])}]"
-        (STATE.failed if _failed(ret) else STATE.finished).append(label)
+        tally.add(label, "FAILED" if _failed(ret) else "FINISHED", fail_fast=False)
 
 
 class _DlbenchJobs:
@@ -60,7 +59,9 @@ class _DlbenchJobs:
         if parent is not None and isinstance(self.params.get("setup"), list):
             self.params["setup"] = [*self.params["setup"], f"export {PARENT_ENV}={parent.run_id}"]
         returns = self._launch(job_overrides, initial_job_idx)
-        count_outcomes(returns, initial_job_idx)
+        tally = getattr(self.task_function, "tally", None)
+        if tally is not None:
+            count_outcomes(tally, returns, initial_job_idx)
         return returns
 
     def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:

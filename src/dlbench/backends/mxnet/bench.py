@@ -140,9 +140,10 @@ class MXNetBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.mxnet.dali_source import DaliSource
+        from dlbench.backends.mxnet.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self.ctx, self.prec.plan.input_dtype)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self.ctx, self.prec.plan.input_dtype)
 
     def _batch(self) -> Batch:
         batch = self.source.next()

@@ -17,6 +17,7 @@ import numpy as np
 from dlbench.backends.mxnet._compat import mx
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
+from dlbench.data.coco_pipeline import CocoPipeline
 from dlbench.data.pipelines import ImagePipeline
 
 
@@ -45,3 +46,22 @@ class DaliSource:
 
     def close(self) -> None:
         self.pipeline.close()
+
+
+class CocoSource(DaliSource):
+    """Detection batches (COCO layout) through DALI (dlbench.data.coco_pipeline): x NCHW as above;
+    targets loc (N, 4, anchors) and labels (N, anchors) as float32 (Gluon picks with float indices).
+    mode=infer reads the held-out split and has no targets."""
+
+    def __init__(self, job: JobConfig, ctx: Any, dtype: str, layout: str = "NCHW") -> None:
+        self.ctx = ctx
+        self.on_gpu = ctx.device_type == "gpu"
+        self.pipeline = CocoPipeline.from_job(job, ctx.device_id if self.on_gpu else None, layout, dtype)
+        self.skipped = self.pipeline.skipped
+
+    def next(self) -> Batch:
+        x, *rest = self.pipeline.pipe.run()
+        targets = (
+            (self._to_mx(rest[0]), self._to_mx(rest[1]).astype("float32")) if self.pipeline.train else ()
+        )
+        return Batch((self._to_mx(x),), targets, self.pipeline.batch_size)

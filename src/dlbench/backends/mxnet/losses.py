@@ -20,9 +20,16 @@ def _sigmoid_binary_cross_entropy(spec: TaskSpec) -> Any:
     return mx.gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)
 
 
+def _ssd_multibox(spec: TaskSpec) -> Any:
+    from dlbench.backends.mxnet.models.detection import SSDLoss
+
+    return SSDLoss()
+
+
 LOSSES: dict[str, Callable[[TaskSpec], Any]] = {
     "softmax_cross_entropy": _softmax_cross_entropy,
     "sigmoid_binary_cross_entropy": _sigmoid_binary_cross_entropy,
+    "ssd_multibox": _ssd_multibox,
 }
 
 

@@ -111,9 +111,10 @@ class TFBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.tensorflow.dali_source import DaliSource
+        from dlbench.backends.tensorflow.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self._tf_device, self.prec.plan.input_dtype)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self._tf_device, self.prec.plan.input_dtype)
 
     def _cast(self, inputs: tuple) -> tuple:
         # no-op unless a data source feeds floats in another dtype than the model's variables

@@ -59,11 +59,11 @@ class TorchBench(SpecBench):
 
     # ---- data ----------------------------------------------------------------------------------
     def _tensor(self, array: np.ndarray, is_float: bool) -> torch.Tensor:
-        t = torch.from_numpy(array)
-        if not is_float:
-            return t.to(self.dev)
-        t = t.to(device=self.dev, dtype=self.prec.param_dtype)
-        return t.contiguous(memory_format=self.memory_format) if t.dim() == 4 else t
+        # copy=True: torch's own (64-byte aligned) memory even on the CPU, where .to() would keep numpy's
+        # buffer (32-byte aligned here), on which a CPU convolution measured 15% slower.
+        dtype = self.prec.param_dtype if is_float else None
+        t = torch.from_numpy(array).to(device=self.dev, dtype=dtype, copy=True)
+        return t.contiguous(memory_format=self.memory_format) if is_float and t.dim() == 4 else t
 
     def _to_device(self, host: HostBatch) -> Batch:
         spec = self.spec
@@ -74,9 +74,10 @@ class TorchBench(SpecBench):
         )
 
     def _dali_source(self) -> Any:
-        from dlbench.backends.torch.dali_source import DaliSource
+        from dlbench.backends.torch.dali_source import CocoSource, DaliSource
 
-        return DaliSource(self.job, self.dev, self.memory_format, self.prec)
+        source = CocoSource if self.spec.task == "detection" else DaliSource
+        return source(self.job, self.dev, self.memory_format, self.prec)
 
     # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:

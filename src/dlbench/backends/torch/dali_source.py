@@ -15,6 +15,7 @@ from nvidia.dali.plugin.pytorch import DALIGenericIterator
 from dlbench.backends.torch.precision import TorchPrecision
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
+from dlbench.data.coco_pipeline import CocoPipeline
 from dlbench.data.pipelines import ImagePipeline
 
 
@@ -52,3 +53,31 @@ class DaliSource:
     def close(self) -> None:
         self._it = None
         self.pipeline.close()
+
+
+class CocoSource(DaliSource):
+    """Detection batches (COCO layout) through DALI (dlbench.data.coco_pipeline): the image as above;
+    targets loc (N, 4, anchors) float32 and labels (N, anchors) int32, encoded by DALI's box encoder.
+    mode=infer reads the held-out split and has no targets."""
+
+    def __init__(
+        self, job: JobConfig, device: torch.device, memory_format: torch.memory_format, prec: TorchPrecision
+    ) -> None:
+        device_id = (device.index or 0) if device.type == "cuda" else None
+        self.nhwc = memory_format == torch.channels_last
+        self.pipeline = CocoPipeline.from_job(
+            job, device_id, "NHWC" if self.nhwc else "NCHW", prec.plan.input_dtype
+        )
+        self.skipped = self.pipeline.skipped
+        self.cast = None if prec.input_dtype == prec.param_dtype or prec.plan.autocast else prec.param_dtype
+        self.units = self.pipeline.batch_size
+        self.names = ["x", "loc", "labels"] if self.pipeline.train else ["x", "image_id"]
+        self._it = DALIGenericIterator([self.pipeline.pipe], self.names)
+
+    def next(self) -> Batch:
+        batch = next(self._it)[0]
+        x = batch["x"].permute(0, 3, 1, 2) if self.nhwc else batch["x"]
+        if self.cast is not None:
+            x = x.to(self.cast)
+        targets = (batch["loc"], batch["labels"]) if self.pipeline.train else ()
+        return Batch((x,), targets, self.units)

@@ -24,9 +24,16 @@ def _sigmoid_binary_cross_entropy(spec: TaskSpec) -> LossFn:
     return loss
 
 
+def _ssd_multibox(spec: TaskSpec) -> LossFn:
+    from dlbench.backends.torch.models.detection import ssd_loss
+
+    return lambda outputs, loc, labels: ssd_loss(*outputs, loc, labels)
+
+
 LOSSES: dict[str, Callable[[TaskSpec], LossFn]] = {
     "softmax_cross_entropy": _softmax_cross_entropy,
     "sigmoid_binary_cross_entropy": _sigmoid_binary_cross_entropy,
+    "ssd_multibox": _ssd_multibox,
 }
 
 

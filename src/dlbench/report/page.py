@@ -1,26 +1,31 @@
-"""Write a GPU results page (Markdown + CSV) from the MLflow databases of GPU runs.
+"""A GPU results page (Markdown + CSV) from the MLflow databases of GPU runs, e.g. docs/results/h200.md.
 
-Usage: python scripts/results_page.py --run NAME DB [BARE_JSONL] [--run ...] --out docs/results/h200
-       [--title "..."] [--notes notes.md]
+    python src/report.py page --source NAME DB [BARE_JSONL] [--source ...] --out docs/results/h200
+                              [--title "..."] [--notes notes.md]
 
-A --run is one device command (or several sharing one database): its MLflow database and, if any,
-the bare_loop.py output of the same command. Every finished or killed job becomes a CSV row. Ratios
-(harness vs the hand-written loop, DALI-fed vs synthetic, compiled vs eager) are computed only inside
-one run and between jobs with the same optimizer, from the numbers in the table. A job whose loss
-ended NaN or inf trained nothing sound: it is listed, marked `diverged`, and left out of every ratio.
---notes appends a hand-written section (method, commands, what the numbers mean).
+A source is one device command (or several sharing one database, e.g. `scripts/gpu_run.sh`'s OUT): its
+MLflow database and, if any, the bare_loop.py output of the same command. Every finished or killed job
+becomes a CSV row. Ratios (harness vs the hand-written loop, DALI-fed vs synthetic, compiled vs eager)
+are computed only inside one source and between jobs with the same optimizer, from the numbers in the
+table. A job whose loss ended NaN or inf trained nothing sound: it is listed, marked `diverged`, and
+left out of every ratio. The page ends with its provenance: the command, the generator's git commit
+and each database's SHA-256, so a reader can tell which data made it. --notes appends a hand-written
+section (method, commands, what the numbers mean).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
+import hashlib
 import json
 import math
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
+
+from dlbench.core.names import KIND_JOB, KIND_TAG, PARENT_TAG
+from dlbench.environment import git_commit
 
 COLUMNS = [
     ("run", "run"), ("model", "p:model.name"), ("mode", "p:mode"), ("precision", "p:precision.name"),
@@ -60,7 +65,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
     for exp in client.search_experiments():
         for run in client.search_runs([exp.experiment_id], max_results=5000):
             p, m, t = run.data.params, run.data.metrics, run.data.tags
-            if t.get("dlbench.kind") != "job":
+            if t.get(KIND_TAG) != KIND_JOB:
                 continue
             derived = {
                 "run": name,
@@ -77,7 +82,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
             if row["diverged"]:
                 row["status"] = "FINISHED, diverged"
             row["_start"] = run.info.start_time
-            row["_sweep"] = t.get("mlflow.parentRunId")
+            row["_sweep"] = t.get(PARENT_TAG)
             row["_versions"] = {k: v for k, v in t.items() if k.startswith(("version.", "gpu."))}
             out.append(row)
     return out
@@ -174,37 +179,44 @@ def ratio_lines(rows: list[dict], bare: list[dict], runs: list[str]) -> list[str
     return out
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--run", nargs="+", action="append", required=True, metavar="NAME DB [BARE]")
-    p.add_argument("--out", type=Path, required=True, help="path without suffix: writes OUT.md and OUT.csv")
-    p.add_argument("--title", default="dlbench on one GPU")
-    p.add_argument("--notes", type=Path, help="Markdown appended after the tables")
-    a = p.parse_args()
+@dataclass
+class Source:
+    """One --source: a name, its MLflow database and optionally a bare_loop.py output file."""
+
+    name: str
+    db: Path
+    bare: Path | None = None
+
+
+def digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def write_page(
+    sources: list[Source], out: Path, title: str, notes: Path | None, command: str
+) -> tuple[Path, Path, int]:
+    """Write OUT.md and OUT.csv; return their paths and the number of jobs."""
     rows, bare = [], []
-    for spec in a.run:
-        if len(spec) not in (2, 3):
-            print(f"results_page: --run {' '.join(spec)}: give NAME DB [BARE_JSONL]", file=sys.stderr)
-            return 2
-        for path in map(Path, spec[1:]):
-            if not path.exists():
-                print(f"results_page: {path} does not exist", file=sys.stderr)
-                return 2
-        rows += rows_from(spec[0], Path(spec[1]))
-        bare += bare_from(spec[0], Path(spec[2])) if len(spec) == 3 else []
-    order = [spec[0] for spec in a.run]
+    for s in sources:
+        rows += rows_from(s.name, s.db)
+        bare += bare_from(s.name, s.bare) if s.bare else []
+    order = [s.name for s in sources]
     rows.sort(key=lambda r: (r["model"], r["mode"], r["data"], r["compile"], r["precision"], order.index(r["run"]), r["_start"]))  # fmt: skip
-    a.out.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     names = [n for n, _ in COLUMNS]
-    with open(a.out.with_suffix(".csv"), "w", newline="") as f:
+    csv_path, md_path = out.with_suffix(".csv"), out.with_suffix(".md")
+    with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=names, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     versions = {}
     for r in rows:
         versions.update(r["_versions"])
-    csv_name = a.out.with_suffix(".csv").name
-    md = [f"# {a.title}", "", f"Generated by `scripts/results_page.py` from the MLflow databases of the runs; CSV: [{csv_name}]({csv_name}).",
+    md = [f"# {title}", "", f"Generated by `python src/report.py page` from the MLflow databases of the runs (provenance at the end); CSV: [{csv_path.name}]({csv_path.name}).",
           "", "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())), "", "## Ratios", "",
           "Each ratio compares jobs of one run (one device command or one machine's consecutive commands) and one optimizer.",
           "", *ratio_lines(rows, bare, order), "", "## All jobs", "",
@@ -212,12 +224,12 @@ def main() -> int:
     for r in rows:
         cells = [fmt(r[n], DECIMALS.get(n, ",.1f" if n in ONE_DECIMAL else ",.0f")) for n in names]
         md.append("| " + " | ".join(cells) + " |")
-    if a.notes:
-        md += ["", a.notes.read_text().rstrip()]
-    a.out.with_suffix(".md").write_text("\n".join(md) + "\n")
-    print(f"results_page: {len(rows)} jobs -> {a.out.with_suffix('.md')}, {a.out.with_suffix('.csv')}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    if notes:
+        md += ["", notes.read_text().rstrip()]
+    md += ["", "## Provenance", "", f"- Command: `{command}`", f"- Generator: dlbench git {git_commit()}"]
+    for s in sources:
+        jobs = sum(1 for r in rows if r["run"] == s.name)
+        extra = f", bare loop {s.bare.name} sha256 {digest(s.bare)}" if s.bare else ""
+        md.append(f"- Source {s.name}: {s.db.name} sha256 {digest(s.db)} ({jobs} jobs){extra}")
+    md_path.write_text("\n".join(md) + "\n")
+    return md_path, csv_path, len(rows)

@@ -1,0 +1,69 @@
+"""Names every layer shares, in one place: paths, worker events, MLflow tags, summary metrics, thresholds.
+
+The orchestrator writes these names and the report (and scripts) read them back from the store, so a
+name spelled twice could drift; everything here is a plain constant (no imports beyond pathlib).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# ---- paths ---------------------------------------------------------------------------------------
+PROJECT_ROOT = Path(__file__).resolve().parents[3]  # the checkout: conf/, src/, the default store
+SRC_DIR = PROJECT_ROOT / "src"  # put on the worker's PYTHONPATH (it may run another interpreter)
+CONF_DIR = PROJECT_ROOT / "conf"
+
+# ---- worker -> orchestrator events (dlbench.events carries them) ----------------------------------
+HELLO = "hello"  # worker process is up: pid
+BUILT = "built"  # import_s, build_s, params, device, unit (throughput unit), batch_size, versions, threads
+WARMUP_STEP = "warmup_step"  # step, of
+WARMUP_DONE = "warmup_done"  # warmup_s, steps
+# samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
+WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
+DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
+ERROR = "error"  # kind (oom|config|crash), message
+
+# ---- MLflow tags ---------------------------------------------------------------------------------
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: nests a job run under its sweep
+KIND_TAG = "dlbench.kind"  # KIND_JOB | KIND_SWEEP
+KIND_JOB, KIND_SWEEP = "job", "sweep"
+STATUS_TAG = "dlbench.status"
+OUTPUT_DIR_TAG = "dlbench.output_dir"
+SWEEP_DIR_TAG = "dlbench.sweep_dir"
+OVERRIDES_TAG = "dlbench.overrides"
+JOBS_FINISHED_TAG, JOBS_FAILED_TAG = "dlbench.jobs_finished", "dlbench.jobs_failed"
+SWEEP_RUN_ID_TAG = "dlbench.sweep_run_id"  # on `mlflow run`'s own run: the sweep it started
+MLFLOW_RUN_ID_TAG = "dlbench.mlflow_run_id"  # on the sweep's parent: `mlflow run`'s run
+SPREAD_FLAG_TAG = "dlbench.spread_flag"  # "high" when repeats differ by more than SPREAD_LIMIT
+LOSS_FLAG_TAG = "dlbench.loss_flag"  # "non-finite" when the last window's loss was NaN or inf
+FAILURE_TAG = "failure"  # crash | oom | timeout | config | interrupted
+FAILURE_MESSAGE_TAG = "failure.message"  # one line
+
+# ---- thresholds ----------------------------------------------------------------------------------
+SPREAD_LIMIT = 0.05  # repeats whose medians differ by more than this are flagged (tag and report)
+
+# ---- summary metrics ------------------------------------------------------------------------------
+THROUGHPUT = "throughput"  # the headline: finished runs only
+THROUGHPUT_PARTIAL = "throughput_partial"  # the same figure for a run that did not finish
+# The job summary metrics a report reads (results.summarize_job, plus the repeat spread).
+SUMMARY_METRICS = (
+    THROUGHPUT,
+    "throughput_p05",
+    "throughput_p95",
+    "throughput_cv",
+    "throughput_spread",
+    "step_time_ms",
+    "warmup_s",
+    "startup_s",
+    "total_s",
+    "gpu_util_mean",
+    "gpu_mem_used_mib_max",
+    "framework_mem_mib_max",
+    "power_w_mean",
+    "energy_j_per_sample",
+    "cpu_util_mean",
+    "host_rss_mib_max",
+    "data_wait_frac",
+    "loss_first",
+    "loss_last",
+)
