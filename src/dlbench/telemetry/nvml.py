@@ -41,7 +41,9 @@ class NvmlReader:
     def __init__(self, nvml: Any, handles: list[Any]) -> None:
         self._nvml = nvml
         self._handles = handles
+        # optional readings, probed once: a failing call would cost the whole tick's GPU readings
         self._has_energy = [_supported(nvml.nvmlDeviceGetTotalEnergyConsumption, h) for h in handles]
+        self._has_events = [_supported(nvml.nvmlDeviceGetCurrentClocksEventReasons, h) for h in handles]
 
     @classmethod
     def open(cls, visible: str | None, count: int = 1) -> tuple[NvmlReader | None, str]:
@@ -83,7 +85,8 @@ class NvmlReader:
             out[f"gpu{i}/power_w"] = n.nvmlDeviceGetPowerUsage(h) / 1000.0
             out[f"gpu{i}/sm_clock_mhz"] = float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))
             out[f"gpu{i}/temp_c"] = float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU))
-            out[f"gpu{i}/clock_events"] = float(n.nvmlDeviceGetCurrentClocksEventReasons(h))
+            if self._has_events[i]:
+                out[f"gpu{i}/clock_events"] = float(n.nvmlDeviceGetCurrentClocksEventReasons(h))
             if self._has_energy[i]:
                 out[f"gpu{i}/energy_mj"] = float(n.nvmlDeviceGetTotalEnergyConsumption(h))
         return out
