@@ -10,7 +10,7 @@ else
 SWEEP ?= -m framework=tf,torch,mxnet precision=fp32,amp +experiment=quick_cpu
 endif
 
-.PHONY: setup run test test-fast lint format ui report parity clean
+.PHONY: setup run test test-fast lint format ui report parity clean server server-stop
 
 setup:
 	@DLBENCH_VENV=$(VENV) scripts/setup_env.sh
@@ -34,6 +34,14 @@ format: setup
 
 ui: setup
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
+
+# A shared MLflow server: PostgreSQL + `mlflow server` on loopback (scripts/server.sh; DLBENCH_SERVER_AUTH=1
+# for basic auth). Prints the URI; sweeps then use `tracking=server`.
+server: setup
+	@DLBENCH_VENV=$(VENV) scripts/server.sh start
+
+server-stop:
+	@scripts/server.sh stop
 
 report: setup
 	$(PY) src/report.py

@@ -59,6 +59,8 @@ def hydra_main(tally: sweep.SweepTally) -> Callable[[], Any]:
     def task(cfg: DictConfig) -> str:
         return run_one(cfg, tally)
 
+    task.tally = tally  # a launcher running jobs in other processes counts their outcomes here
+
     return hydra.main(version_base="1.3", config_path="../conf", config_name="config")(task)
 
 

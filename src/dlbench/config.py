@@ -143,6 +143,13 @@ class TrackingConfig:
 
 
 @dataclass
+class GuardConfig:
+    # true: refuse to start a job while another process uses its GPU (NVML's compute processes); false:
+    # run, but tag the run dlbench.gpu_flag=shared and warn (telemetry/guards.py)
+    exclusive: bool = False
+
+
+@dataclass
 class DebugConfig:
     # Fault injection for the failure paths' tests: "abort" makes the worker abort (SIGABRT) at its
     # first timed step; "nan_loss" makes it report a NaN loss for every window. Never set in a real run.
@@ -162,12 +169,15 @@ class JobConfig:
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
     mode: str = "train"
     device: str = "auto"
     # Whole-job limit (start to end). FP32 cuDNN autotuning alone has taken minutes on big GPUs.
     timeout_s: float = 3600.0
     fail_fast: bool = False
+    # Skip a job whose configuration already has a FINISHED run in the experiment (tracking/resume.py).
+    resume: bool = False
     # CPU threads per op (and inter-op) in every framework; null = the CPUs in the worker's affinity.
     threads: int | None = None
 
@@ -285,6 +295,9 @@ def register_configs() -> None:
     """Register the schema with Hydra so every yaml under conf/ is validated against it."""
     from hydra.core.config_store import ConfigStore
 
+    from dlbench.launchers import register_launchers
+
+    register_launchers()
     cs = ConfigStore.instance()
     # The job schema's model and framework nodes are the common bases, so any family's or framework's
     # schema (a subclass) can be merged in by conf/model/<name>.yaml or conf/framework/<name>.yaml;

@@ -23,13 +23,15 @@ from dlbench.config import ConfigError, JobConfig, validate
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.progress import Progress
-from dlbench.recording import JobRecording
+from dlbench.recording import JobRecording, parent_and_experiment
 from dlbench.results import Failure, RepeatRecord
 from dlbench.supervisor import Worker, WorkerTimeout
+from dlbench.telemetry.guards import ProcessWatch, refuse_if_busy
 from dlbench.telemetry.host import HostReader
 from dlbench.telemetry.nvml import NvmlReader
 from dlbench.telemetry.sampler import Sampler
-from dlbench.tracking.store import StoreError
+from dlbench.tracking.resume import config_hash, reuse_finished
+from dlbench.tracking.store import StoreError, open_store, resolve_uri
 from dlbench.tracking.sweep import SweepTally
 
 log = logging.getLogger("dlbench")
@@ -55,12 +57,19 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
     try:
         validate(job)
         data_facts = check_dataset(job)  # fills dataset.path from $dataset.path_env
+        check_gpu_free(job)
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         tally.add(ctx.label, "FAILED", job.fail_fast)
         return "FAILED"
     try:
-        statuses = [JobRunner(j, c, data_facts).run() for j, c in per_seed(job, ctx)]
+        statuses = []
+        for one, one_ctx in per_seed(job, ctx):
+            if one.resume and (reused := _reuse(one)):
+                log.info("%s: reused FINISHED run %s (resume=true): not run again", one_ctx.label, reused)
+                statuses.append("FINISHED")
+                continue
+            statuses.append(JobRunner(one, one_ctx, data_facts).run())
         status = next((s for s in statuses if s != "FINISHED"), "FINISHED")
     except StoreError as exc:  # every later job would fail the same way
         log.error("%s: %s", ctx.label, exc)
@@ -82,6 +91,27 @@ def per_seed(job: JobConfig, ctx: JobContext) -> list[tuple[JobConfig, JobContex
             (one, replace(ctx, output_dir=ctx.output_dir / f"seed{seed}", label=f"{ctx.label} seed={seed}"))
         )
     return out
+
+
+def check_gpu_free(job: JobConfig) -> None:
+    """guard.exclusive=true: refuse (GpuBusyError, a ConfigError) while another process uses the GPU."""
+    if not job.guard.exclusive or job.device == "cpu":
+        return
+    gpu, why = NvmlReader.open(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if gpu is None:
+        log.info("guard.exclusive: %s; nothing to check", why)
+        return
+    try:
+        refuse_if_busy(gpu, exclusive=True)
+    finally:
+        gpu.close()
+
+
+def _reuse(job: JobConfig) -> str | None:
+    """resume=true: the FINISHED run of this configuration, now counted by this sweep, if there is one."""
+    client, experiment_id = open_store(resolve_uri(job.tracking.uri), job.tracking.experiment)
+    parent_id, experiment_id = parent_and_experiment(experiment_id)
+    return reuse_finished(client, experiment_id, config_hash(job.to_dict()), parent_id)
 
 
 class JobRunner:
@@ -142,7 +172,7 @@ class JobRunner:
         try:
             pid = worker.start()
             for reader in self.sampler.readers if self.sampler else ():
-                if isinstance(reader, HostReader):
+                if isinstance(reader, HostReader | ProcessWatch):
                     reader.attach(pid)
             deadline = time.monotonic() + self.job.timeout_s
             for event in worker.events(deadline):
@@ -213,7 +243,8 @@ class JobRunner:
                 log.info("telemetry: %s; sampling the host only", why)
                 _said_no_gpu = True
         if gpu is not None:
-            readers.append(gpu)
+            self.recording.watch = ProcessWatch(gpu)  # other processes on the GPU (telemetry/guards.py)
+            readers += [gpu, self.recording.watch]
             self.recording.gpu(gpu.info())
         readers.append(HostReader())
         sampler = Sampler(readers, self.job.telemetry.interval_s, self.dir / "telemetry.csv")

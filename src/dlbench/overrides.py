@@ -27,7 +27,9 @@ def check_overrides(argv: list[str]) -> str | None:
     keys, groups = valid_keys()
     for override in _overrides(argv):
         key = override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
-        if key.split(".", 1)[0] == "hydra" or key in groups or key in keys:
+        if (
+            key.split(".", 1)[0].split("/", 1)[0] == "hydra" or key in groups or key in keys
+        ):  # hydra/launcher=…
             continue
         close = difflib.get_close_matches(key, sorted(keys | groups), n=3, cutoff=0.6)
         hint = (

@@ -35,14 +35,26 @@ from dlbench.core.names import (
 )
 from dlbench.core.secrets import mask
 from dlbench.environment import framework_env, host_facts
-from dlbench.results import Failure, RepeatRecord, summarize_job
+from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
+from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
+from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store, resolve_uri
 from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run, ensure_parent
+from dlbench.tracking.ui_records import log_dataset_input
 
 log = logging.getLogger("dlbench")
 LOG_TAIL_LINES = 200
+
+
+def parent_and_experiment(experiment_id: str) -> tuple[str | None, str]:
+    """The sweep's parent run id (made now if this is its first job) and the experiment to record in; a
+    job a launcher started in a process of its own finds the parent's id in the environment."""
+    parent = ensure_parent()  # a sweep's parent run is made with its first job's run
+    if parent is not None:
+        return parent.run_id, STATE.experiment_id
+    return os.environ.get(PARENT_ENV), experiment_id
 
 
 class JobRecording:
@@ -56,27 +68,32 @@ class JobRecording:
         self.run: RunLogger | None = None
         self.window_step = 0  # window/* series step, continuous across repeats
         self.unit = "samples"
+        self.watch: ProcessWatch | None = None  # set by the orchestrator on GPU runs
+        self.guard = GuardFindings()
 
     # ---- the run -----------------------------------------------------------------------------
     def open(self, config_yaml: str, overrides: list[str], data_facts: dict[str, Any]) -> RunLogger:
         """Create the child run (under the sweep's parent, if any) with the job's params and config."""
         client, experiment_id = open_store(resolve_uri(self.job.tracking.uri), self.job.tracking.experiment)
-        parent = ensure_parent()  # a sweep's parent run is made with its first job's run
-        parent_id = parent.run_id if parent else os.environ.get(PARENT_ENV)
-        if parent is not None:
-            experiment_id = STATE.experiment_id
-        elif parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
+        parent_id, experiment_id = parent_and_experiment(experiment_id)
+        if parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
             parent, experiment_id = adopted
             parent_id = parent.run_id
         j = self.job
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
         name += f"-seed{j.schedule.seed}" if j.mode == "converge" else ""
-        tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir)}
+        tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir), CONFIG_HASH_TAG: config_hash(j.to_dict())}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run = run
         run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | data_facts)
+        if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
+            context = "training" if j.mode == "train" else "evaluation"
+            log_dataset_input(
+                client, run.run_id, j.dataset.name, data_facts["dataset.digest"],
+                data_facts["dataset.resolved_path"], context, data_facts.get("dataset.found_samples"),
+            )  # fmt: skip
         (self.dir / "config.yaml").write_text(mask(config_yaml))
         (self.dir / "overrides.yaml").write_text("".join(f"- {mask(o)}\n" for o in overrides) or "[]\n")
         run.artifact(self.dir / "config.yaml")
@@ -125,6 +142,9 @@ class JobRecording:
             metrics = summarize_job(records, samples)
             if self.job.mode == "converge" and records:
                 metrics |= converge_summary(records[-1].epochs, self.job.schedule.target)
+            self.guard = clock_guard(samples, window_spans(records))
+            self.guard.merge(shared_gpu(self.watch.foreign() if self.watch else []))
+            metrics.update(self.guard.metrics)
             if status != "FINISHED" and THROUGHPUT in metrics:
                 # a search on `throughput` must find finished runs only; the windows stay as a series
                 metrics[THROUGHPUT_PARTIAL] = metrics.pop(THROUGHPUT)
@@ -181,6 +201,9 @@ class JobRecording:
             tags[FAILURE_TAG], tags[FAILURE_MESSAGE_TAG] = failure.kind, failure.message
         tags.update(self._flags(metrics))
         tags.update(self._eval_tags(records))
+        tags.update(self.guard.tags)
+        for warning in self.guard.warnings:
+            log.warning("%s: %s", self.label, warning)
         precision, run_facts = (done["precision"], done.get("run", {})) if done else ({}, {})
         tags.update({f"precision.{k}": v for k, v in precision.items()})
         tags.update({f"run.{k}": v for k, v in run_facts.items()})

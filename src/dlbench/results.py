@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.telemetry.energy import energy_metrics
 from dlbench.telemetry.sampler import summarize as summarize_samples
 from dlbench.timing import percentile
 from dlbench.timing import summarize as summarize_windows
@@ -112,7 +113,11 @@ def _telemetry_figures(
     if not inside and samples:  # a timed phase shorter than the sampling interval: nearest sample
         inside = [min(samples, key=lambda s: min(abs(s["t"] - (t0 + t1) / 2) for t0, t1 in spans))]
     out = summarize_samples(inside)
-    if "power_w_mean" in out:
-        seconds = sum(w["seconds"] for w in windows)
-        out["energy_j_per_sample"] = out["power_w_mean"] * seconds / sum(w["samples"] for w in windows)
+    spans = window_spans(records)
+    out.update(energy_metrics(samples, spans, sum(w["samples"] for w in windows)))
     return out
+
+
+def window_spans(records: list[RepeatRecord]) -> list[tuple[float, float]]:
+    """Every timed window as (start, end) wall-clock seconds: what the clock and energy figures cover."""
+    return [(w["t_start"], w["t"]) for r in records for w in r.windows]

@@ -54,11 +54,12 @@ def _handler(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def install() -> None:
-    """Handle SIGINT and SIGTERM in this process, replacing whatever disposition it inherited."""
+def install(extra: tuple[int, ...] = ()) -> None:
+    """Handle SIGINT and SIGTERM (and `extra`, e.g. the SIGUSR2 a scheduler sends before its time limit)
+    in this process, replacing whatever disposition it inherited."""
     _received.clear()
     _pending.clear()
-    for sig in SIGNALS:
+    for sig in (*SIGNALS, *extra):
         signal.signal(sig, _handler)
 
 

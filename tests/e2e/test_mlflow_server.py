@@ -4,88 +4,28 @@ server's REST API, then logged through it as artifacts of the parent run)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-from mlflow.tracking import MlflowClient
 
 from dlbench.config import JobConfig
 from dlbench.report import build_report
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
+from tests.mlflow_server import mlflow_server
 
 pytestmark = pytest.mark.slow  # server start-up alone takes 10-30 s on a small machine
 
-MLFLOW = Path(sys.executable).parent / "mlflow"
-START_TIMEOUT_S = 90  # usually 5-15 s; measured 36 s on a 2-core machine shared with other jobs
 POINTS = 50
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[dict]:
-    """mlflow server over a fresh sqlite db; artifacts proxied (mlflow-artifacts:/) into tmp/art.
-    The server runs in its own process group, terminated whatever the test did."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    art = tmp_path / "art"
-    log = (tmp_path / "server.log").open("w")
-    cmd = [
-        str(MLFLOW), "server",
-        "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-        "--default-artifact-root", "mlflow-artifacts:/",  # clients upload through the server ...
-        "--artifacts-destination", str(art),  # ... which stores the files here
-        "--serve-artifacts",
-        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-    ]  # fmt: skip
-    # Migrate the new database here (mlflow is imported already) rather than in the server's start-up,
-    # and skip the server's background job runners (several more processes importing mlflow).
-    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_experiments()
-    env = os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"mlflow server exited ({proc.returncode}): {(tmp_path / 'server.log').read_text()[-2000:]}"
-                )
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:  # not listening yet, or busy starting
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"mlflow server not healthy after {START_TIMEOUT_S}s: {(tmp_path / 'server.log').read_text()[-2000:]}"
-                )
-            time.sleep(0.5)
-        yield {"url": url, "art": art}
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server and its uvicorn worker
-            proc.wait(timeout=20)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+    with mlflow_server(tmp_path) as srv:
+        yield srv
 
 
 def log_job(

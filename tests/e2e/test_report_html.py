@@ -3,7 +3,6 @@ are painted, and its tables are real DOM tables with their ids."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,23 +14,9 @@ from dlbench.config import JobConfig
 from dlbench.report import build_report
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
+from tests.chromium import chromium, needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install -y chromium)"
-)
-FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-]  # fmt: skip
-
-
-def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{time.monotonic_ns()}"
-    return subprocess.run(
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")

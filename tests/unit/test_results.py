@@ -45,7 +45,11 @@ def test_single_repeat_figures():
     assert out["warmup_s"] == 3.0 and out["data_wait_frac"] == 0.25
     assert (out["loss_first"], out["loss_last"]) == (2.0, pytest.approx(1.8))
     assert out["gpu_util_mean"] == 95.0
-    assert out["energy_j_per_sample"] == pytest.approx(300.0 * 3 / 300)
+    # power integrated over the windows (105-108 s): from 275 W (between the 50 W and 300 W readings) at
+    # 105 s, 300 W from 105.5 s, the last reading held to 108 s; 300 samples
+    assert out["energy_j_power"] == pytest.approx(0.5 * (275 + 300) / 2 + 2.5 * 300)
+    assert out["energy_j_per_sample"] == pytest.approx(out["energy_j_power"] / 300)
+    assert "energy_j_counter" not in out  # no energy counter in these readings
     assert out["framework_mem_mib_max"] == 3.0
     assert out["data_skipped"] == 2.0  # a run fact, not a precision fact
     assert "throughput_spread" not in out

@@ -59,7 +59,8 @@ def test_an_unknown_key_is_named_with_the_closest_ones(argv, hint):
 def test_known_keys_groups_hydra_keys_and_flag_values_pass():
     register_configs()
     argv = ["-m", "framework=tf,torch", "+experiment=smoke", "model.depth=8", "~model.depth", "threads=2",
-            "hydra.sweep.dir=/x", "--cfg", "job", "tracking.uri=sqlite:///a.db"]  # fmt: skip
+            "hydra.sweep.dir=/x", "--cfg", "job", "tracking.uri=sqlite:///a.db", "hydra/launcher=submitit_local",
+            "resume=true", "guard.exclusive=true"]  # fmt: skip
     assert check_overrides(argv) is None
 
 

@@ -16,6 +16,7 @@ Layouts (dataset.format):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")
 TRAIN_SPLITS = ("train",)
 EVAL_SPLITS = ("val", "validation", "test")
+DIGEST_STAT_LIMIT = 4096  # file sizes enter the digest up to this many files (1.28M JPEGs: names only)
 INDEX_FIX = "create them with `python -m dlbench.data.formats index {path}`"
 
 
@@ -58,12 +60,28 @@ class DatasetLayout:
             "dataset.resolved_format": self.format,
             "dataset.found_samples": self.num_samples,
             "dataset.found_files": len(self.files),
+            "dataset.digest": files_digest(self.root, self.files),
         }
         if self.split:
             out["dataset.split"] = self.split
         if self.classes:
             out["dataset.found_classes"] = len(self.classes)
         return out
+
+
+def files_digest(root: str, files: list[str], stat_limit: int = DIGEST_STAT_LIMIT) -> str:
+    """A short identity of the files a job reads: their paths relative to root, plus their sizes when there
+    are at most `stat_limit` of them (TFRecord/RecordIO shards; stat-ing a million JPEGs would cost seconds
+    before every job). Same files, same digest, wherever they are mounted. MLflow shows it as the run's
+    dataset digest."""
+    h = hashlib.sha256()
+    sizes = len(files) <= stat_limit
+    for path in sorted(os.path.relpath(f, root) for f in files):
+        h.update(path.encode())
+        if sizes:
+            h.update(b"\0%d" % os.path.getsize(os.path.join(root, path)))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
 
 
 def check_dataset(job: JobConfig) -> dict[str, Any]:

@@ -52,6 +52,12 @@ def separated(a: JobRow, b: JobRow) -> bool:
     return not (math.isnan(a_lo) or math.isnan(b_hi)) and a_lo > b_hi
 
 
+def noisy(job: JobRow) -> bool:
+    """Another process shared the GPU, or it throttled or its clock fell in the timed phase: the number
+    may be low for reasons that are not the framework's."""
+    return job.gpu_flag is not None or job.clock_flag is not None
+
+
 def flagged(job: JobRow) -> bool:
     """Repeats disagreed by more than 5%: the row's number deserves suspicion."""
     spread = job.metric("throughput_spread")
@@ -106,6 +112,9 @@ class Group:
                     "spread": j.metric("throughput_spread"),
                     "flagged": flagged(j),
                     "diverged": j.loss_flag is not None,
+                    "gpu_flag": j.gpu_flag or "",
+                    "clock_flag": j.clock_flag or "",
+                    "reused": j.reused,
                     "speedup_vs_fp32": e.speedup,
                     "rel_fastest": e.rel_fastest,
                     "gpu_util": j.metric("gpu_util_mean"),
@@ -149,6 +158,14 @@ class Analysis:
     @property
     def has_diverged(self) -> bool:
         return any(j.loss_flag is not None for j in self.finished)
+
+    @property
+    def has_noisy(self) -> bool:
+        return any(noisy(j) for j in self.finished)
+
+    @property
+    def reused(self) -> int:
+        return sum(j.reused for j in self.finished)
 
     @property
     def has_spread(self) -> bool:
@@ -262,7 +279,8 @@ def faster_text(r: float) -> str:
 
 def _findings(g: Group) -> list[Finding]:
     out: list[Finding] = []
-    sound = [e for e in g.entries if e.job.loss_flag is None]  # a diverged training proves nothing
+    # a diverged training, or a run on a shared or throttling GPU, proves nothing
+    sound = [e for e in g.entries if e.job.loss_flag is None and not noisy(e.job)]
     jobs = [e.job for e in sound]
     # Frameworks against each other, per precision: the fastest against each other framework.
     for precision in _order([j.precision for j in jobs], PRECISION_ORDER):

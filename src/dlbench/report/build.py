@@ -159,7 +159,9 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) ->
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
     failed = len(analysis.failed)
     b.bullets.append(
-        f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished, {failed} failed or unfinished"
+        f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished"
+        + (f" ({analysis.reused} reused from earlier sweeps, resume=true)" if analysis.reused else "")
+        + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
     )
     b.bullets.extend(analysis.notes)

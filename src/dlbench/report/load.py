@@ -8,7 +8,7 @@ one-line message that says what exists, so the CLI can print it without a traceb
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from dlbench.core.names import (
     SUMMARY_METRICS,
 )
 from dlbench.core.secrets import mask
+from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
+from dlbench.tracking.resume import reused_filter
 
 # Params that make two runs of one framework x model x precision x mode different measurements, beside
 # every model-family key (model.*, whatever the family: image_size, depth, vocabulary...).
@@ -74,6 +76,9 @@ class JobRow:
     failure_message: str | None = None
     spread_flag: str | None = None
     loss_flag: str | None = None  # "non-finite": the training diverged during the timed windows
+    gpu_flag: str | None = None  # "shared": another process used the GPU during the job
+    clock_flag: str | None = None  # "throttled" and/or "clock-drop" in the timed phase
+    reused: bool = False  # not run by this sweep: resume=true found this FINISHED run of its configuration
     compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
     unit: str = "samples"  # what throughput counts: images, target tokens, samples
     repeats: int = 1
@@ -195,8 +200,10 @@ def _select_run(client: MlflowClient, uri: str, run_id: str) -> Selection:
     eid = run.info.experiment_id
     exp = client.get_experiment(eid)
     children = [r for r in search_all(client, [eid], f"tags.`{PARENT_TAG}` = '{run_id}'") if _is_job(r)]
-    if children:
-        return Selection(uri, eid, exp.name, run, [job_row(r) for r in children], dict(run.data.tags))
+    reused = [r for r in search_all(client, [eid], reused_filter(run_id)) if _is_job(r)]
+    if children or reused:
+        jobs = [job_row(r) for r in children] + [replace(job_row(r), reused=True) for r in reused]
+        return Selection(uri, eid, exp.name, run, jobs, dict(run.data.tags))
     if _is_job(run):  # a single run (no sweep): report on it alone
         return Selection(uri, eid, exp.name, None, [job_row(run)])
     raise ReportInputError(
@@ -242,6 +249,8 @@ def job_row(run: Run) -> JobRow:
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
         loss_flag=t.get(LOSS_FLAG_TAG),
+        gpu_flag=t.get(GPU_FLAG_TAG),
+        clock_flag=t.get(CLOCK_FLAG_TAG),
         compute_dtype=t.get("precision.compute_dtype"),
         unit=p.get(UNIT_PARAM, "samples"),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,

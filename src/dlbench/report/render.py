@@ -19,6 +19,8 @@ from dlbench.report.load import JobRow
 DASH = "–"  # shown for a metric the run did not log (e.g. GPU metrics of a CPU run)
 FLAG = "⚠"
 DIVERGED = "loss NaN"
+SHARED = "GPU shared"
+REUSED = "(reused)"
 
 
 def _missing(x: float | None) -> bool:
@@ -84,8 +86,11 @@ def result_table(group: Group, show_spread: bool) -> Table:
     for e in group.entries:
         j = e.job
         p05, p95 = j.metric("throughput_p05"), j.metric("throughput_p95")
-        diverged = f" {FLAG} {DIVERGED}" if j.loss_flag else ""
-        row = [j.framework, j.precision_label, fmt_throughput(j.metric("throughput")) + diverged]
+        marks = [DIVERGED] if j.loss_flag else []
+        marks += ([SHARED] if j.gpu_flag else []) + ([j.clock_flag] if j.clock_flag else [])
+        suffix = "".join(f" {FLAG} {m}" for m in marks)
+        framework = f"{j.framework} {REUSED}" if j.reused else j.framework
+        row = [framework, j.precision_label, fmt_throughput(j.metric("throughput")) + suffix]
         row.append(DASH if _missing(p05) or _missing(p95) else f"{fmt_throughput(p05)}–{fmt_throughput(p95)}")
         if show_spread:
             spread = j.metric("throughput_spread")
@@ -224,6 +229,18 @@ def findings_block(analysis: Analysis) -> Block:
         block.paragraphs.append(
             f"{FLAG} {DIVERGED} marks a job whose loss was NaN or inf at the end (`dlbench.loss_flag`): the "
             "training diverged, so its throughput is not a training measurement; it is left out of the findings."
+        )
+    if analysis.has_noisy:
+        block.paragraphs.append(
+            f"{FLAG} {SHARED} marks a job during which another process used the GPU (`dlbench.gpu_flag`); "
+            f"{FLAG} throttled / clock-drop a timed phase in which the GPU throttled or its SM clock fell by "
+            "more than 10% (`dlbench.clock_flag`). Their numbers may be low for reasons that are not the "
+            "framework's; they are left out of the findings."
+        )
+    if analysis.reused:
+        block.paragraphs.append(
+            f"{REUSED} marks a job this sweep did not run: with resume=true it reused a FINISHED run of the "
+            "same configuration from an earlier sweep (`dlbench.reused_by`)."
         )
     if analysis.has_spread:
         block.paragraphs.append(

@@ -6,7 +6,18 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-GPU_SERIES = ("util", "mem_util", "mem_used_mib", "power_w", "sm_clock_mhz", "temp_c")
+GPU_SERIES = (
+    "util",
+    "mem_util",
+    "mem_used_mib",
+    "power_w",
+    "sm_clock_mhz",
+    "temp_c",
+    "clock_events",
+    "energy_mj",
+)
+# clock_events: NVML's clocks-event (throttle) reasons, a bit mask (telemetry/guards.py names the bits).
+# energy_mj: the board's total-energy counter (millijoules since the driver loaded), on GPUs that have one.
 
 
 def visible_devices(env_value: str | None) -> list[str] | None:
@@ -30,6 +41,9 @@ class NvmlReader:
     def __init__(self, nvml: Any, handles: list[Any]) -> None:
         self._nvml = nvml
         self._handles = handles
+        # optional readings, probed once: a failing call would cost the whole tick's GPU readings
+        self._has_energy = [_supported(nvml.nvmlDeviceGetTotalEnergyConsumption, h) for h in handles]
+        self._has_events = [_supported(nvml.nvmlDeviceGetCurrentClocksEventReasons, h) for h in handles]
 
     @classmethod
     def open(cls, visible: str | None, count: int = 1) -> tuple[NvmlReader | None, str]:
@@ -71,6 +85,20 @@ class NvmlReader:
             out[f"gpu{i}/power_w"] = n.nvmlDeviceGetPowerUsage(h) / 1000.0
             out[f"gpu{i}/sm_clock_mhz"] = float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))
             out[f"gpu{i}/temp_c"] = float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU))
+            if self._has_events[i]:
+                out[f"gpu{i}/clock_events"] = float(n.nvmlDeviceGetCurrentClocksEventReasons(h))
+            if self._has_energy[i]:
+                out[f"gpu{i}/energy_mj"] = float(n.nvmlDeviceGetTotalEnergyConsumption(h))
+        return out
+
+    def processes(self) -> dict[int, float]:
+        """The compute processes on the reader's GPUs: pid -> GPU memory in MiB (0 when NVML hides it).
+        NVML reports pids of the host's pid namespace: in a container they may not be ours to see."""
+        out: dict[int, float] = {}
+        for h in self._handles:
+            for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(h):
+                used = p.usedGpuMemory if isinstance(p.usedGpuMemory, int) else 0
+                out[int(p.pid)] = out.get(int(p.pid), 0.0) + used / 2**20
         return out
 
     def close(self) -> None:
@@ -82,6 +110,15 @@ def _handle(nvml: Any, ident: str) -> Any:
     if ident.isdigit():
         return nvml.nvmlDeviceGetHandleByIndex(int(ident))
     return nvml.nvmlDeviceGetHandleByUUID(ident)
+
+
+def _supported(call: Any, handle: Any) -> bool:
+    """Whether an optional NVML query works on this GPU (e.g. the energy counter needs Volta or later)."""
+    try:
+        call(handle)
+        return True
+    except Exception:
+        return False
 
 
 def _text(value: Any) -> str:

@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 from dlbench.config import ConfigError
 from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import mask
+from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
 
 SQLITE = "sqlite:///"
 LOCK_TIMEOUT_S = 600
@@ -74,9 +75,12 @@ def open_store(uri: str, experiment: str) -> tuple[MlflowClient, str]:
     except Exception as exc:
         raise StoreError(_broken(uri, exc)) from None
     if found is not None:
+        mark_model_training(client, found)
         return client, found.experiment_id
     try:
-        return client, client.create_experiment(experiment, artifact_location=artifact_location(uri))
+        return client, client.create_experiment(
+            experiment, artifact_location=artifact_location(uri), tags=EXPERIMENT_TAGS
+        )
     except Exception:  # created meanwhile by another process
         found = client.get_experiment_by_name(experiment)
         if found is None:

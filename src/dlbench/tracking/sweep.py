@@ -35,6 +35,7 @@ from dlbench.core.secrets import mask
 from dlbench.environment import git_commit, host_facts
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store, resolve_uri
+from dlbench.tracking.ui_records import log_results_table, ui_url
 
 log = logging.getLogger("dlbench")
 PARENT_ENV = "DLBENCH_PARENT_RUN_ID"
@@ -175,7 +176,9 @@ def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:
         report = build_report(parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False)
         for path in report.files:
             parent.artifact(path, "report")
+        log_results_table(parent.client, parent.run_id, report.analysis.frame())
         log.info("report: %s (artifacts report/ of run %s)", report.html, parent.run_id)
+        log.info("MLflow UI: %s", ui_url(uri, report.selection.experiment_id, parent.run_id))
     except Exception as exc:
         log.warning("report: not made (%s: %s); the sweep's runs are unaffected", type(exc).__name__, exc)
 
