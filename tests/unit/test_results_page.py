@@ -53,3 +53,58 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     assert md.count("FINISHED, diverged") == 2
     # provenance: which data made the page
     assert "## Provenance" in md and f"- Source gpu: mlflow.db sha256 {digest(db)} (4 jobs)" in md
+
+
+def log_job(client, eid: str, model: str, mode: str, precision: str, throughput: float, **extra) -> None:
+    """A finished synthetic job of any model, as the worker records it (the optimizer in `run.optimizer`)."""
+    job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": precision}, "mode": mode})
+    job.device = "cuda"
+    job.framework.compile = extra.get("compile_mode") is not None
+    job.framework.compile_mode = extra.get("compile_mode") or "default"
+    run = RunLogger.create(client, eid, f"{model}-{mode}-{precision}", None, {"dlbench.kind": "job"})
+    run.params(flatten(job.to_dict()) | {"batch_size": extra.get("batch", 64)})
+    run.metrics({"throughput": throughput, "loss_last": 0.5, "warmup_s": 50.0})
+    if mode == "train":
+        run.tags({"run.optimizer": extra["optimizer"]})
+    run.finish("FINISHED")
+
+
+def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tmp_path):
+    """The yardsticks of issue #17 (bare_ncf/ssd300/transformer.py: model, mode, unit, throughput) and
+    bare_loop.py (samples_per_s) are each matched to the harness job of the same model, mode, precision,
+    compile mode, optimizer kernel (train) and batch; a non-finite yardstick loss voids its line."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log_job(client, eid, "ncf", "train", "bf16", 83.0e6, optimizer="adam/fused", batch=1048576)
+    log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
+    log_job(client, eid, "transformer", "infer", "bf16", 2000.0)
+    log_job(client, eid, "resnet50", "train", "bf16", 6900.0, optimizer="sgd/fused", batch=256, compile_mode="reduce-overhead")  # fmt: skip
+    log_job(client, eid, "resnet50", "train", "bf16", 7020.0, optimizer="sgd/fused", batch=384, compile_mode="reduce-overhead")  # fmt: skip
+    bare = [
+        {"model": "ncf", "mode": "train", "precision": "bf16", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 80.0e6, "loss_finite": True},
+        {"model": "ncf", "mode": "infer", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 200.0e6, "loss_finite": True},
+        {"model": "ncf", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 79.0e6, "loss_finite": True},  # no harness job
+        {"model": "transformer", "mode": "infer", "precision": "bf16", "compile": False, "optimizer": "fused",
+         "unit": "generated tokens/s", "throughput": 1000.0, "loss_finite": False},  # void
+        {"model": "resnet50", "batch": 256, "precision": "bf16", "mode": "train", "compile": True,
+         "compile_mode": "reduce-overhead", "optimizer": "fused", "samples_per_s": 6000.0},
+    ]  # fmt: skip
+    bare_file = tmp_path / "bare.jsonl"
+    bare_file.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare))
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "src/report.py"), "page", "--source", "s", str(db), str(bare_file), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [s]")]
+    assert ratios == [
+        "- [s] harness vs hand-written loop, NCF AMP infer: 190,000,000 vs 200,000,000 samples/s = 95.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, NCF BF16 train, Adam fused: 83,000,000 vs 80,000,000 samples/s = 103.8% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
+        "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 256: 6,900 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
+        "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 384: 7,020 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
+    ]  # fmt: skip
