@@ -58,7 +58,10 @@ def job_in(tmp_path: Path, **extra) -> tuple[JobConfig, JobContext, str]:
                 "batch_size": 2,
                 "depth": 8,
             },
-            "schedule": {"warmup_steps": 1, "steps_per_window": 2, "windows": 3},
+            # a timed phase of many sampling intervals: the clock and energy checks read only the samples
+            # taken inside the timed windows, and a phase shorter than one interval may hold none
+            "schedule": {"warmup_steps": 1, "steps_per_window": 10, "windows": 3},
+            "telemetry": {"interval_s": 0.02},
             "tracking": {"uri": uri},
             "timeout_s": 300,
             "threads": 1,
