@@ -23,6 +23,7 @@ import argparse
 import gzip
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +94,11 @@ def shape_mask(cls: int, rng: np.random.Generator, size: int = 64) -> np.ndarray
     return np.asarray(img)
 
 
-def background(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
-    """A textured scene: a two-colour gradient, a few soft blobs and sensor-like noise."""
+def background(rng: np.random.Generator, w: int, h: int, plain: bool = False) -> np.ndarray:
+    """A textured scene: a two-colour gradient, a few soft blobs and sensor-like noise; or (plain) one
+    flat colour, the easy scene of a set meant to be learnt in CPU minutes."""
+    if plain:
+        return np.broadcast_to(rng.uniform(40, 220, 3), (h, w, 3)).astype(np.float32)
     a, b = rng.uniform(40, 220, 3), rng.uniform(40, 220, 3)
     angle = rng.uniform(0, 2 * np.pi)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
@@ -122,23 +126,34 @@ def _overlaps(box: tuple[int, int, int, int], boxes: list[tuple[int, int, int, i
     return False
 
 
+@dataclass(frozen=True)
+class SceneStyle:
+    """How hard the scenes are: objects per image, which kinds, how large, what behind them."""
+
+    max_objects: int = 4
+    classes: int = 10  # the first N kinds only
+    min_size: float = 0.15  # object side as a fraction of the scene's shorter side
+    max_size: float = 0.55
+    plain: bool = False  # flat-colour backgrounds instead of textured ones
+
+
 def make_scene(
-    rng: np.random.Generator, source: tuple[np.ndarray, np.ndarray] | None, max_objects: int
+    rng: np.random.Generator, source: tuple[np.ndarray, np.ndarray] | None, style: SceneStyle
 ) -> tuple[Image.Image, list[tuple[int, list[float]]]]:
     """One scene and its objects as (class, [x, y, w, h]) with the tight box of each pasted mask."""
     w = int(rng.integers(320, 481))
     h = int(np.clip(w / rng.uniform(0.75, 1.333), 240, 520))
-    img = background(rng, w, h)
+    img = np.array(background(rng, w, h, style.plain))
     placed: list[tuple[int, int, int, int]] = []
     objects: list[tuple[int, list[float]]] = []
-    for _ in range(int(rng.integers(1, max_objects + 1))):
+    for _ in range(int(rng.integers(1, style.max_objects + 1))):
         if source is not None:
             k = int(rng.integers(len(source[1])))
             mask, cls = source[0][k], int(source[1][k])
         else:
-            cls = int(rng.integers(10))
+            cls = int(rng.integers(style.classes))
             mask = shape_mask(cls, rng)
-        side = rng.uniform(0.15, 0.55) * min(w, h)
+        side = rng.uniform(style.min_size, style.max_size) * min(w, h)
         ow, oh = (max(8, int(side * f)) for f in (rng.uniform(0.8, 1.25), rng.uniform(0.8, 1.25)))
         for _attempt in range(10):
             x, y = int(rng.integers(0, w - ow + 1)), int(rng.integers(0, h - oh + 1))
@@ -167,7 +182,7 @@ def write_split(
     folder: str,
     count: int,
     seed: int,
-    max_objects: int,
+    style: SceneStyle,
     first_image_id: int,
     objects: str,
 ) -> dict:
@@ -176,12 +191,15 @@ def write_split(
         raise SystemExit(
             f"--objects fashion: no Fashion-MNIST in {FASHION_DIR} (apt-get install dataset-fashion-mnist)"
         )
-    names = FASHION_NAMES if source is not None else SHAPE_NAMES
+    if source is not None:
+        keep = source[1] < style.classes
+        source = (source[0][keep], source[1][keep])
+    names = (FASHION_NAMES if source is not None else SHAPE_NAMES)[: style.classes]
     (root / folder).mkdir(parents=True, exist_ok=True)
     images, annotations = [], []
     for i in range(count):
         rng = np.random.default_rng([seed, 0 if split == "train" else 1, i])
-        scene, objects = make_scene(rng, source, max_objects)
+        scene, objects = make_scene(rng, source, style)
         image_id = first_image_id + i
         name = f"{image_id:012d}.jpg"
         scene.save(root / folder / name, quality=90)
@@ -219,13 +237,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--val", type=int, default=16, help="validation images")
     ap.add_argument("--max-objects", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--classes", type=int, default=10, help="object kinds: the first N of the ten")
+    ap.add_argument(
+        "--object-size", type=float, nargs=2, default=(0.15, 0.55), metavar=("MIN", "MAX"),
+        help="object side as a fraction of the scene's shorter side",
+    )  # fmt: skip
+    ap.add_argument("--plain", action="store_true", help="flat-colour backgrounds (an easier set)")
     ap.add_argument(
         "--objects", choices=("auto", "fashion", "shapes"), default="auto",
         help="pasted objects: Fashion-MNIST items, generated shapes, or Fashion-MNIST when installed (auto)",
     )  # fmt: skip
     args = ap.parse_args(argv)
-    if args.train < 1 or args.val < 0 or args.max_objects < 1:
-        ap.error("--train must be >= 1, --val >= 0, --max-objects >= 1")
+    lo, hi = args.object_size
+    if args.train < 1 or args.val < 0 or args.max_objects < 1 or not 1 <= args.classes <= 10:
+        ap.error("--train must be >= 1, --val >= 0, --max-objects >= 1, --classes 1..10")
+    if not 0.02 <= lo <= hi <= 1.0:
+        ap.error("--object-size MIN MAX: 0.02 <= MIN <= MAX <= 1")
+    style = SceneStyle(args.max_objects, args.classes, lo, hi, args.plain)
     counts = {"train": args.train, "val": args.val}
     for n, (split, folder) in enumerate(SPLITS):
         data = write_split(
@@ -234,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             folder,
             counts[split],
             args.seed,
-            args.max_objects,
+            style,
             1 + n * 1_000_000,
             args.objects,
         )

@@ -19,8 +19,9 @@ from dlbench.tasks.spec import ModelConfig
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
-# dataset.format of the small datasets read whole into memory (data/small_images.py), the data of mode=converge
-MEMORY_FORMATS = ("idx", "sklearn")
+# dataset.format of the small datasets read whole into memory (data/small_images.py; coco_memory:
+# data/coco_memory.py, detection), the data of mode=converge
+MEMORY_FORMATS = ("idx", "sklearn", "coco_memory")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -246,7 +247,7 @@ def validate(job: JobConfig) -> None:
         (
             job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
             f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist or "
-            f"dataset=digits (not dataset={job.dataset.name})",
+            f"dataset=digits, for detection dataset=coco_memory (not dataset={job.dataset.name})",
         ),
         (
             job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,

@@ -23,20 +23,25 @@ import numpy as np
 
 from dlbench import events
 from dlbench.eval.classification import top1_accuracy
+from dlbench.eval.detection import coco_map50
 from dlbench.eval.ranking import hit_rate_at_10
 from dlbench.timing import timed_window
 
-# TaskSpec.metric -> (name in MLflow and the report, fn(outputs, labels) -> float, higher is better)
-METRICS: dict[str, tuple[str, Callable[[Any, np.ndarray], float]]] = {
+# TaskSpec.metric -> (name in MLflow and the report, fn(outputs, labels) -> float, higher is better).
+# A fn may return {name: value, other: value, ...}: the others are logged beside it as eval/<other>.
+METRICS: dict[str, tuple[str, Callable[[Any, Any], float | dict[str, float]]]] = {
     "top1": ("accuracy", top1_accuracy),
     "hr@10": ("hr10", hit_rate_at_10),
+    "coco_map": ("map50", coco_map50),
 }
 EVAL_BATCH = 500  # held-out samples per predict call (memory only: the metric does not depend on it)
 
 
-def evaluate(bench: Any, score: Callable[[Any, np.ndarray], float]) -> float:
+def evaluate(bench: Any, score: Callable[[Any, Any], Any]) -> Any:
     """The metric of the bench's model on its in-memory source's held-out split."""
     outputs = [bench.predict(batch) for batch in bench.in_memory.eval_batches(EVAL_BATCH)]
+    if isinstance(outputs[0], tuple):  # several outputs (e.g. detection's loc, conf): joined one by one
+        return score(tuple(map(np.concatenate, zip(*outputs, strict=True))), bench.in_memory.eval_labels)
     return score(np.concatenate(outputs), bench.in_memory.eval_labels)
 
 
@@ -53,11 +58,13 @@ def run_epochs(bench: Any, epochs: int, emit: Callable[..., None], on_first_step
         train_s += time.perf_counter() - start
         t = time.perf_counter()
         value = evaluate(bench, score)
+        extra = {k: v for k, v in value.items() if k != name} if isinstance(value, dict) else {}
         emit(
             events.EPOCH,
             epoch=epoch,
             metric=name,
-            value=value,
+            value=value[name] if isinstance(value, dict) else value,
+            extra=extra,
             train_loss=bench.loss(),
             train_s=train_s,
             eval_s=time.perf_counter() - t,

@@ -121,6 +121,7 @@ class JobRecording:
     def epoch(self, ev: dict[str, Any]) -> None:
         """mode=converge: the held-out metric and the training loss and time so far, step = epoch."""
         series = {f"eval/{ev['metric']}": ev["value"], "epoch/train_loss": ev["train_loss"]}
+        series |= {f"eval/{k}": v for k, v in ev.get("extra", {}).items()}  # e.g. eval/map beside eval/map50
         self.run.metrics(series | {"epoch/train_s": ev["train_s"]}, step=ev["epoch"], timestamp=ev["t"])
 
     def done(self, ev: dict[str, Any], first: bool) -> None:

@@ -147,6 +147,10 @@ class SpecBench:
             from dlbench.data.movielens import MovieLensSource
 
             source = MovieLensSource(self.job, to_device)
+        elif self.job.dataset.format == "coco_memory":  # detection's COCO layout, decoded once with PIL
+            from dlbench.data.coco_memory import CocoMemorySource
+
+            source = self.in_memory = CocoMemorySource(self.job, self.spec, to_device)
         elif self.job.dataset.format in MEMORY_FORMATS:
             from dlbench.data.memory_source import MemorySource
 

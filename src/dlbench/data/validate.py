@@ -103,6 +103,10 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
         from dlbench.data.translation_source import check_corpus
 
         return check_corpus(job)
+    if ds.format == "coco_memory":  # detection's COCO layout, decoded into memory by the worker
+        from dlbench.data.coco_memory import check_memory_set
+
+        return check_memory_set(job)
     if ds.format in MEMORY_FORMATS:  # read whole into memory by the worker (data/small_images.py)
         return check_image_set(ds.name, ds.path, job.model, ds.num_samples, ds.eval_samples)
     _check_data_settings(job)

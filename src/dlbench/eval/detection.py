@@ -4,6 +4,9 @@ Every framework's detections are scored by this one function, the way COCO score
 of the original image, categories by COCO id (the model's labels 1..N are mapped back through the
 sorted category ids, the numbering DALI's COCO reader uses). A model whose scores or boxes are NaN or
 inf has no mAP: NaN is returned, so a diverged run never passes for a result.
+
+`coco_map50` is mode=converge's metric (converge.METRICS "coco_map"): model outputs -> decode + NMS ->
+COCO results -> pycocotools, against the in-memory set's held-out ground truth (data/coco_memory.py).
 """
 
 from __future__ import annotations
@@ -12,10 +15,16 @@ import contextlib
 import io
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
+
+from dlbench.data.ssd_boxes import DefaultBoxes, Detections, from_padded, postprocess
+
+if TYPE_CHECKING:
+    from dlbench.data.coco_memory import DetectionTruth
 
 
 def to_coco_results(
@@ -66,3 +75,31 @@ def coco_map(gt: dict, results: list[dict]) -> dict[str, float]:
         ev.summarize()
     # stats are -1 where no ground truth exists for an area range; the two overall figures always have some
     return {"map": max(0.0, float(ev.stats[0])), "map50": max(0.0, float(ev.stats[1]))}
+
+
+def detections(outputs: tuple, dboxes: DefaultBoxes) -> list[Detections]:
+    """Per-image detections from a detection model's outputs: the raw (loc, conf) go through the numpy
+    decode + per-class NMS (the same code for every framework); the padded (boxes, scores, labels) of a
+    framework's own postprocess (model.postprocess=true) are only unpadded."""
+    if len(outputs) == 3:
+        return from_padded(*outputs)
+    loc, conf = outputs
+    return postprocess(loc, conf, dboxes)
+
+
+def coco_map50(outputs: tuple, truth: DetectionTruth) -> dict[str, float]:
+    """mode=converge's detection metric: {"map50": mAP@0.5, "map": mAP@[.5:.95]} of the model's outputs
+    over the held-out images (`truth`, in the order they were predicted). NaN when an output is not finite."""
+    if not all(np.isfinite(o).all() for o in outputs):
+        return {"map50": math.nan, "map": math.nan}
+    with np.errstate(over="ignore", invalid="ignore"):  # an untrained box may decode to inf: clipped below
+        dets = detections(outputs, truth.dboxes)
+    results = to_coco_results(
+        truth.image_ids,
+        [np.clip(d.boxes, 0.0, 1.0) for d in dets],
+        [d.scores for d in dets],
+        [d.labels for d in dets],
+        truth.gt,
+    )
+    scores = coco_map(truth.gt, results)
+    return {"map50": scores["map50"], "map": scores["map"]}
