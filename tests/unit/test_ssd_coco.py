@@ -209,9 +209,29 @@ def test_check_dataset_refusals_are_one_line(cocoset, tmp_path):
         (_job(cocoset, num_classes=10), "has 10 categories but model.num_classes=10"),
         (classification, "COCO-layout data is for detection models"),
         (_job(copy), f"name image {missing}, which does not exist"),
-        (_job(cocoset, "data"), "mode=data measures the classification image pipeline"),
     ]
     for job, words in cases:
         with pytest.raises(ConfigError) as err:
             check_dataset(job)
         assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_mode_data_times_the_coco_training_pipeline(cocoset):
+    """mode=data with a detection model runs the COCO pipeline SSD training waits for (augmentations and
+    box encoding included), not the classification one."""
+    from dlbench.data.bench import DataBench
+    from dlbench.data.validate import check_dataset
+
+    job = _job(cocoset, "data")
+    job.schedule.batch_size, job.data.num_threads = 2, 1
+    assert check_dataset(job)["dataset.split"] == "train2017"
+    bench = DataBench(job)
+    try:
+        bench.step()
+        bench.step()
+        images, loc, labels = (np.array(t.as_tensor()) for t in bench._outputs.inputs)
+        assert images.shape == (2, 3, 32, 32) and loc.shape == (2, 4, 108) and labels.shape == (2, 108)
+        assert bench.units() == 4 and bench.run_facts()["dataset_format"] == "coco"
+        assert bench.run_facts()["data_samples"] == coco.resolve_split(cocoset, "train").annotated_images
+    finally:
+        bench.close()

@@ -114,7 +114,10 @@ def test_metric_chain_perfect_shifted_padded_and_nan(easyset):
     shifted = coco_map50(_perfect(t.boxes, t.labels, truth.dboxes, shift=0.2), truth)
     assert shifted["map50"] == pytest.approx(1.0) and 0.1 < shifted["map"] < 0.6
     # by 60%: IoU 0.4 / 1.6 = 0.25, nothing found
-    assert coco_map50(_perfect(t.boxes, t.labels, truth.dboxes, shift=0.6), truth) == {"map50": 0.0, "map": 0.0}
+    assert coco_map50(_perfect(t.boxes, t.labels, truth.dboxes, shift=0.6), truth) == {
+        "map50": 0.0,
+        "map": 0.0,
+    }
     # a framework's own postprocess (model.postprocess=true): padded boxes, scores, labels (0 = unused)
     boxes = np.zeros((len(t.boxes), 4, 4), np.float32)
     scores, labels = np.zeros((len(t.boxes), 4), np.float32), np.zeros((len(t.boxes), 4), np.float32)

@@ -4,6 +4,8 @@ A Bench (dlbench.backends.base) whose step() fetches one batch from the job's DA
 pipeline is the one the framework's job would get (same layout, dtype, decode placement, threads
 and prefetch), so "data" throughput is the ceiling the loader puts on that training job. Outputs of
 `Pipeline.run()` are host-synchronous (also for GPU outputs), so sync() has nothing left to wait for.
+For detection (model=ssd300 on COCO) it is the COCO pipeline's train graph: reader, random IoU crop,
+flip, colour twist, resize and DALI's box encoder, what an SSD training job waits for.
 """
 
 from __future__ import annotations
@@ -50,7 +52,14 @@ class DataBench:
         self.unit = "images"
         layout = preferred_layout(job.framework.name, gpus > 0)
         dtype = plan_precision(job.precision, "cuda" if gpus else "cpu").input_dtype
-        self.pipeline = ImagePipeline(job, device_id, layout, dtype)
+        if job.model.task == "detection":  # the COCO reader with DLE's SSD augmentations and box encoding
+            from dlbench.data.coco_pipeline import CocoPipeline
+
+            self.pipeline: Any = CocoPipeline.from_job(job, device_id, layout, dtype)
+            self.format = "coco"
+        else:
+            self.pipeline = ImagePipeline(job, device_id, layout, dtype)
+            self.format = self.pipeline.dataset.format
         self.source = TimedSource(ExplainedSource(_PipelineRuns(self.pipeline)))
         self._outputs: Batch | None = None
 
@@ -82,7 +91,7 @@ class DataBench:
         return {
             "layout": p.layout,
             "decode": p.decode,
-            "dataset_format": p.dataset.format,
+            "dataset_format": self.format,
             "data_samples": p.num_samples,
             "data_skipped": p.skipped,
             "dali": nvidia.dali.__version__,

@@ -137,10 +137,6 @@ def _check_coco(job: JobConfig) -> dict[str, Any]:
             f"dataset={ds.name} (format={ds.format}) with model={job.model.name}: COCO-layout data is for "
             "detection models (model=ssd300) and detection reads dataset.format=coco (e.g. dataset=coco2017)"
         )
-    if job.mode == "data":
-        raise ConfigError(
-            "mode=data measures the classification image pipeline; with COCO use mode=train or infer"
-        )
     split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train")
     classes = len(split.data["categories"])
     if classes >= job.model.num_classes:

@@ -25,7 +25,7 @@ from dlbench.report.load import JobRow
 
 # Metrics that are fractions in [0, 1]: differences are stated in points (x 100). Others (e.g. BLEU,
 # already 0-100) are stated in their own units. A task with a new fractional metric adds its name here.
-FRACTION_METRICS = ("accuracy", "hr10", "map")
+FRACTION_METRICS = ("accuracy", "hr10", "map", "map50")
 VERDICT_RULE = (
     "Final metric: mean ± sample standard deviation over seeds (one run per seed; each seed fixes data "
     "order, augmentation and initial weights, identical across frameworks). A reduced precision is said "
