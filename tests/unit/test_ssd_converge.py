@@ -207,3 +207,11 @@ def test_checks_before_the_worker_are_one_line(easyset, tmp_path):
         with pytest.raises(ConfigError, match=message) as err:
             check_dataset(bad)
         assert "\n" not in str(err.value)
+
+
+def test_the_cpu_preset_composes_to_a_detection_converge_sweep(compose):
+    cfg = compose(["+experiment=accuracy_ssd"], hydra=True)
+    assert (cfg.mode, cfg.model.name, cfg.dataset.format) == ("converge", "ssd300", "coco_memory")
+    assert (cfg.model.image_size, cfg.model.num_classes, cfg.threads) == (48, 4, 1)
+    assert dict(cfg.hydra.sweeper.params) == {"framework": "tf,torch,mxnet", "precision": "fp32,amp"}
+    validate(JobConfig.from_dict(dict(compose(["+experiment=accuracy_ssd"]))))
