@@ -43,7 +43,9 @@ def evaluate(bench: Any, score: Callable[[Any, np.ndarray], float]) -> float:
 def run_epochs(bench: Any, epochs: int, emit: Callable[..., None], on_first_step=None) -> None:
     """Train `epochs` epochs from the bench's in-memory source, evaluating after each."""
     if bench.in_memory is None:
-        raise ValueError("mode=converge needs an in-memory dataset source (dataset=fashion_mnist or digits)")
+        raise ValueError(
+            "mode=converge needs an in-memory dataset source (dataset=fashion_mnist, digits or movielens)"
+        )
     name, score = METRICS[bench.spec.metric]
     train_s = 0.0
     for epoch in range(1, epochs + 1):

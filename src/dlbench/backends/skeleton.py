@@ -16,7 +16,7 @@ from typing import Any
 from dlbench.backends.base import BACKENDS
 from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
-from dlbench.data.synthetic import HostBatch, synthetic_batch
+from dlbench.data.synthetic import HostBatch, synthetic_pool
 from dlbench.tasks import task_spec
 
 
@@ -40,17 +40,20 @@ def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
     return dict(report(model)) if report is not None else {}
 
 
-class FixedSource:
-    """The synthetic source: one batch put on the device once and handed out at every step."""
+class PoolSource:
+    """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
+    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step)."""
 
-    def __init__(self, batch: Batch) -> None:
-        self.batch = batch
+    def __init__(self, batches: list[Batch]) -> None:
+        self.batches, self.at = batches, 0
 
     def next(self) -> Batch:
-        return self.batch
+        batch = self.batches[self.at]
+        self.at = (self.at + 1) % len(self.batches)
+        return batch
 
     def close(self) -> None:
-        self.batch = None
+        self.batches = []
 
 
 class HostSource:
@@ -121,6 +124,9 @@ class SpecBench:
         self.job = job
         self.spec = task_spec(job.model)
         self.train = job.mode in ("train", "converge")
+        # mode=train only: batches hold positives and the step draws this many negatives each on the device
+        # (the family's add_negatives); mode=converge trains on host-drawn, seeded negatives instead
+        self.device_negatives = self.spec.device_negatives if job.mode == "train" else 0
         self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
         self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
@@ -134,7 +140,7 @@ class SpecBench:
         return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
-        """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
+        """Synthetic data (the spec's numpy batches, made once, put on the device by `to_device`), or the
         dataset through the family's `real_source(bench)` when its model module defines one (a task whose
         data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
         is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
@@ -142,11 +148,12 @@ class SpecBench:
         if self.spec.batches is not None:
             source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
         elif self.job.dataset.name == "synthetic":
-            source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
-        elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI
+            pool = synthetic_pool(self.spec, self.job.batch_size, self.job.mode == "train")
+            source = PoolSource([to_device(b) for b in pool])
+        elif self.job.dataset.format == "ratings":  # user-item ratings read with numpy, no DALI
             from dlbench.data.movielens import MovieLensSource
 
-            source = MovieLensSource(self.job, to_device)
+            source = self.in_memory = MovieLensSource(self.job, to_device)
         elif self.job.dataset.format in MEMORY_FORMATS:
             from dlbench.data.memory_source import MemorySource
 
@@ -155,6 +162,13 @@ class SpecBench:
             hook = getattr(self.family, "real_source", None)
             source = ExplainedSource(hook(self) if hook is not None else real())
         self.source = TimedSource(source)
+
+    def with_negatives(self, inputs: tuple, targets: tuple) -> tuple[tuple, tuple]:
+        """A train step's full batch: the positives plus the negatives (and labels) the family draws on
+        the device, where the task asks for it (device_negatives), else the batch as it came."""
+        if not self.device_negatives:
+            return inputs, targets
+        return self.family.add_negatives(inputs, self.spec)
 
     def units(self) -> int:
         return self.source.units if self.source else 0

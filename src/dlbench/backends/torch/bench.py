@@ -74,7 +74,11 @@ class TorchBench(SpecBench):
         spec = self.spec
         return Batch(
             tuple(self._tensor(host.inputs[k], t.is_float) for k, t in spec.inputs.items()),
-            tuple(self._tensor(host.targets[k], t.is_float) for k, t in spec.targets.items()),
+            tuple(
+                self._tensor(host.targets[k], t.is_float)
+                for k, t in spec.targets.items()
+                if k in host.targets
+            ),
             host.units,
         )
 
@@ -98,8 +102,9 @@ class TorchBench(SpecBench):
                 else:
                     self.run_model(*batch.inputs)
             return
+        inputs, targets = self.with_negatives(batch.inputs, batch.targets)
         with self.prec.autocast():
-            loss = self.loss_fn(self.run_model(*batch.inputs), *batch.targets)
+            loss = self.loss_fn(self.run_model(*inputs), *targets)
         self.opt.zero_grad(set_to_none=True)
         scaler = self.prec.scaler
         if scaler is not None:
