@@ -63,7 +63,8 @@ BODY = """
         seen.append(numpy(batch.inputs[0]).tolist())
         bench.step()
     bench.sync()
-    out |= {"units": bench.units(), "loss": bench.loss(), "seen": seen, "targets": len(batch.targets)}
+    out |= {"units": bench.units(), "loss": bench.loss(), "seen": seen, "targets": len(batch.targets),
+            "fact": bench.run_facts().get("negatives")}
     bench.close()
     print("STATS " + json.dumps(out))
 """
@@ -108,6 +109,7 @@ def test_the_synthetic_train_step_cycles_fresh_positives_and_counts_the_negative
     assert r["seen"][SYNTHETIC_POOL] == r["seen"][0]  # then the pool starts over
     assert r["units"] == (SYNTHETIC_POOL + 1) * positives * (1 + NEGATIVES)
     assert isinstance(r["loss"], float) and np.isfinite(r["loss"])
+    assert r["fact"].startswith(f"{NEGATIVES} per positive, on the device")  # tag run.negatives
 
 
 def test_the_synthetic_pool_is_popularity_skewed_and_the_same_everywhere():

@@ -194,6 +194,8 @@ class SpecBench:
         facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
         if self.job.mode == "converge":
             facts["init"] = self.init
+        if self.device_negatives:
+            facts["negatives"] = f"{self.device_negatives} per positive, on the device, the framework's RNG"
         return facts | (self.in_memory.facts() if self.in_memory is not None else {})
 
     def close(self) -> None:
