@@ -57,7 +57,7 @@ def model_size(cfg: TranslationConfig) -> TransformerSize:
 
 
 def spec(cfg: TranslationConfig) -> TaskSpec:
-    from dlbench.data.translation_source import translation_batches
+    from dlbench.data.translation_source import TranslationBatches
 
     def ids(axis: str) -> TensorSpec:
         return TensorSpec((axis,), "int32", FIRST_ID, cfg.vocab)
@@ -81,6 +81,6 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         unit="target tokens",
         count_units=count_nonzero("tgt_out"),
         axes={"src_len": cfg.max_len, "tgt_len": cfg.max_len},
-        batches=translation_batches,
+        batches=TranslationBatches,
         infer_unit="generated tokens",
     )
