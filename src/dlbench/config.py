@@ -19,8 +19,9 @@ from dlbench.tasks.spec import ModelConfig
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
-# dataset.format of the small datasets read whole into memory (data/small_images.py), the data of mode=converge
-MEMORY_FORMATS = ("idx", "sklearn")
+# dataset.format of the datasets read whole into memory, the data of mode=converge (data/small_images.py;
+# parallel_text: data/translation_epochs.py)
+MEMORY_FORMATS = ("idx", "sklearn", "parallel_text")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -245,8 +246,8 @@ def validate(job: JobConfig) -> None:
         ),
         (
             job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
-            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist or "
-            f"dataset=digits (not dataset={job.dataset.name})",
+            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist, "
+            f"digits or bible_es_en (not dataset={job.dataset.name})",
         ),
         (
             job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,

@@ -147,8 +147,11 @@ class SpecBench:
         data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
         is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
         A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
-        if self.spec.batches is not None:
-            source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
+        source: Any
+        if self.job.mode == "converge" and self.spec.memory_source is not None:
+            source = self.in_memory = self.spec.memory_source(self.job, self.spec, to_device)
+        elif self.spec.batches is not None:
+            source = HostSource(self.spec.batches(self.job, self.spec), to_device)
         elif self.job.dataset.name == "synthetic":
             source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
         elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI

@@ -116,6 +116,9 @@ class TaskSpec:
     batches     optional (job, spec) -> iterator of HostBatch: a task whose batches vary step to step
                 (token-count batches of translation) makes them itself, for synthetic and real data
     infer_unit  optional unit of an inference step when it differs (translation: "generated tokens")
+    memory_source  optional (job, spec, to_device) -> the source of mode=converge on a real dataset, with
+                the epoch/eval interface of data/memory_source.MemorySource (translation: the corpus's
+                pairs in the seed's order and its held-out pairs for BLEU); images use MemorySource
     """
 
     task: str
@@ -131,6 +134,7 @@ class TaskSpec:
     synthetic_targets: Callable[[np.random.Generator, int], dict[str, np.ndarray]] | None = None
     batches: Callable[[Any, TaskSpec], Iterator[Any]] | None = None
     infer_unit: str | None = None
+    memory_source: Callable[[Any, TaskSpec, Callable[[Any], Any]], Any] | None = None
 
     def sample_shape(self, tensor: TensorSpec) -> tuple[int, ...]:
         """The per-sample shape with every variable-length axis at its synthetic size."""

@@ -31,6 +31,7 @@ class TranslationConfig(ModelConfig):
     lengths: str = "lognormal"  # synthetic sentence lengths: lognormal (measured shape) | fixed (= max_len)
     max_len: int = 64  # longest sentence kept (tokens); synthetic fixed length; FLOP-count length
     dropout: float = 0.1
+    warmup: int = WARMUP  # Adam's warm-up steps (the paper: 4,000); the peak learning rate follows from it
 
     def check(self) -> list[tuple[bool, str]]:
         return [
@@ -48,6 +49,7 @@ class TranslationConfig(ModelConfig):
                 f"model.batch_tokens={self.batch_tokens}: must exceed model.max_len={self.max_len}",
             ),
             (0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout}: must be in [0, 1)"),
+            (self.warmup >= 1, f"model.warmup={self.warmup}: must be 1 or more"),
         ]
 
 
@@ -57,6 +59,7 @@ def model_size(cfg: TranslationConfig) -> TransformerSize:
 
 
 def spec(cfg: TranslationConfig) -> TaskSpec:
+    from dlbench.data.translation_epochs import TranslationEpochs
     from dlbench.data.translation_source import TranslationBatches
 
     def ids(axis: str) -> TensorSpec:
@@ -72,10 +75,10 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         metric="bleu",
         optimizer=OptimizerSpec(
             "adam",
-            lr=peak_lr(d_model, WARMUP),
+            lr=peak_lr(d_model, cfg.warmup),
             betas=(0.9, 0.98),
             eps=1e-9,
-            warmup_steps=WARMUP,
+            warmup_steps=cfg.warmup,
             decay="inverse_sqrt",
         ),  # fmt: skip
         unit="target tokens",
@@ -83,4 +86,5 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         axes={"src_len": cfg.max_len, "tgt_len": cfg.max_len},
         batches=TranslationBatches,
         infer_unit="generated tokens",
+        memory_source=TranslationEpochs,
     )
