@@ -31,7 +31,8 @@ class TranslationConfig(ModelConfig):
     lengths: str = "lognormal"  # synthetic sentence lengths: lognormal (measured shape) | fixed (= max_len)
     max_len: int = 64  # longest sentence kept (tokens); synthetic fixed length; FLOP-count length
     dropout: float = 0.1
-    warmup: int = WARMUP  # Adam's warm-up steps (the paper: 4,000); the peak learning rate follows from it
+    warmup: int = WARMUP  # Adam's warm-up steps (the paper: 4,000)
+    lr: float | None = None  # peak learning rate; null = the paper's d_model^-0.5 * warmup^-0.5
 
     def check(self) -> list[tuple[bool, str]]:
         return [
@@ -50,6 +51,7 @@ class TranslationConfig(ModelConfig):
             ),
             (0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout}: must be in [0, 1)"),
             (self.warmup >= 1, f"model.warmup={self.warmup}: must be 1 or more"),
+            (self.lr is None or self.lr > 0, f"model.lr={self.lr}: must be > 0 (or null: the paper's)"),
         ]
 
 
@@ -75,7 +77,7 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         metric="bleu",
         optimizer=OptimizerSpec(
             "adam",
-            lr=peak_lr(d_model, cfg.warmup),
+            lr=cfg.lr or peak_lr(d_model, cfg.warmup),
             betas=(0.9, 0.98),
             eps=1e-9,
             warmup_steps=cfg.warmup,
