@@ -119,3 +119,15 @@ def test_a_corpus_with_nothing_that_fits_is_one_line(corpus):
     with pytest.raises(ConfigError, match="model.max_len=3") as err:
         _source(_job(corpus[0], max_len=3, batch_tokens=8))
     assert "\n" not in str(err.value)
+
+
+def test_the_transformer_accuracy_preset_composes_and_validates(compose, corpus):
+    cfg = compose(["+experiment=accuracy_transformer", f"dataset.path={corpus[0]}"], hydra=True)
+    assert (cfg.mode, cfg.model.name, cfg.model.size, cfg.dataset.name) == (
+        "converge", "transformer", "tiny", "bible_es_en"
+    )  # fmt: skip
+    assert dict(cfg.hydra.sweeper.params) == {"framework": "tf,torch,mxnet", "precision": "fp32,amp"}
+    job = JobConfig.from_dict({k: v for k, v in dict(cfg).items() if k != "hydra"})
+    validate(job)
+    spec = task_spec(job.model)
+    assert spec.metric == "bleu" and spec.optimizer.warmup_steps == job.model.warmup == 300
