@@ -10,8 +10,9 @@ import pytest
 from dlbench.config import ConfigError, JobConfig, validate
 from dlbench.converge import METRICS
 from dlbench.core.transformer import EOS, PAD
-from dlbench.data.parallel_text import write_pairs
+from dlbench.data.parallel_text import CorpusMissing, write_pairs
 from dlbench.data.translation_epochs import TranslationEpochs, decode_cap
+from dlbench.data.translation_source import check_corpus
 from dlbench.tasks import task_spec
 from dlbench.tasks.translation import TranslationConfig
 
@@ -113,6 +114,13 @@ def test_predicted_ids_become_text_and_bleu_is_100_for_the_references_0_for_nons
     assert bleu(source.join_outputs(halves), refs) == pytest.approx(100.0)
     nonsense = np.full_like(perfect, source.bpe.encode(["zzz"])[0][0])
     assert bleu(source.join_outputs([nonsense]), refs) < 1.0
+
+
+def test_converge_without_a_held_out_split_is_one_line_before_the_worker(tmp_path):
+    write_pairs(tmp_path, _pairs(np.random.default_rng(0), 20), "es", "en", "train")
+    with pytest.raises(CorpusMissing, match=r"valid\.es") as err:
+        check_corpus(_job(tmp_path))
+    assert "\n" not in str(err.value)
 
 
 def test_a_corpus_with_nothing_that_fits_is_one_line(corpus):

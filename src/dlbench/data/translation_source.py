@@ -68,6 +68,8 @@ def check_corpus(job: Any) -> dict[str, Any]:
             f"(it needs `{APT_INSTALL}`) or point dataset.path at a two-file corpus"
         )
     corpus_files(path, src, tgt, split_for(job))
+    if job.mode == "converge":  # BLEU on the held-out pairs (data/translation_epochs.py)
+        corpus_files(path, src, tgt, "valid")
     job.dataset.path = str(path)
     return {"dataset.path": str(path), "dataset.languages": f"{src}-{tgt}"}
 
