@@ -246,8 +246,8 @@ def validate(job: JobConfig) -> None:
         ),
         (
             job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
-            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist, "
-            f"digits or bible_es_en (not dataset={job.dataset.name})",
+            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist or "
+            f"dataset=digits, or a parallel_text corpus for model=transformer (not dataset={job.dataset.name})",
         ),
         (
             job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,
