@@ -132,7 +132,10 @@ class TorchBench(SpecBench):
                 )
         finally:
             self.model.train(self.train)
-        outs = tuple(o.float().cpu().numpy() for o in (out if isinstance(out, (tuple, list)) else (out,)))
+        outs = tuple(
+            o if isinstance(o, np.ndarray) else o.float().cpu().numpy()  # numpy: e.g. decoded ids
+            for o in (out if isinstance(out, (tuple, list)) else (out,))
+        )
         return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:
