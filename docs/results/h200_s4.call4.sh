@@ -7,8 +7,11 @@
 . "$(dirname "$0")/h200_s4.lib.sh"
 take_part 4
 stamp "unpack"
+dali_ok() { $PY -c "import torch, nvidia.dali as d; torch.ones(1, device='cuda'); print('DALI', d.__version__, 'torch', torch.__version__)"; }
 cat /tmp/dali/dali312.part* | $PY -c "import lzma,sys,tarfile; tarfile.open(fileobj=lzma.open(sys.stdin.buffer), mode='r|').extractall('/tmp/site')" \
-  && $PY -c "import nvidia.dali as d; print('DALI', d.__version__)" || { echo "DALI unpack failed"; finish; exit 1; }
+  || { echo "DALI unpack failed"; finish; exit 1; }
+# nvimgcodec's wheel ships nvidia/__init__.py; if that hides the image's own nvidia packages, drop it
+dali_ok || { rm -f /tmp/site/nvidia/__init__.py; dali_ok; } || { echo "DALI import failed"; finish; exit 1; }
 [ -d /tmp/img/folder ] || $PY scripts/make_image_dataset.py --out /tmp/img --classes 32 --per-class 128 --formats folder --workers 12 >/dev/null
 [ -d /tmp/coco/train2017 ] || $PY scripts/make_coco_dataset.py --out /tmp/coco --train 1024 --val 256
 R=(model=resnet50 schedule.batch_size=256 schedule.warmup_steps=15 schedule.steps_per_window=10 schedule.windows=8 mode=train)
