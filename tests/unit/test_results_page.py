@@ -14,8 +14,16 @@ from dlbench.tracking.store import open_store
 from tests.conftest import ROOT
 
 
-def log(client, eid: str, data: str, optimizer: str, throughput: float, loss: float, model: str = "resnet50",
-        decode: str = "auto") -> None:
+def log(
+    client,
+    eid: str,
+    data: str,
+    optimizer: str,
+    throughput: float,
+    loss: float,
+    model: str = "resnet50",
+    decode: str = "auto",
+) -> None:
     job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": "amp"}, "mode": "train"})
     job.dataset.name, job.device, job.framework.optimizer_impl = data, "cuda", optimizer
     job.data.decode, job.data.num_threads = decode, 14 if decode == "cpu" else 4

@@ -191,7 +191,11 @@ def dali_vs_synthetic(rows: list[dict]) -> list[str]:
             synthetic.sort(key=lambda s: s["_sweep"] != d["_sweep"])  # the same sweep's first, if it ran one
             for s in synthetic[:1]:
                 pct = 100 * d["throughput"] / s["throughput"]
-                goal = "; goal ≥ 97%" if (model, d["mode"], d["precision"]) == ("resnet50", "train", "amp") else ""
+                goal = (
+                    "; goal ≥ 97%"
+                    if (model, d["mode"], d["precision"]) == ("resnet50", "train", "amp")
+                    else ""
+                )
                 opt = f", SGD {d['optimizer']}" if d["optimizer"] != "-" else ""
                 lines.append(f"- [{d['run']}] DALI-fed ({d['_dali']}) vs synthetic, {MODEL_NAMES[model]} {d['precision']} "
                              f"{d['mode']}{opt}: {d['throughput']:,.0f} vs {s['throughput']:,.0f} img/s = {pct:.1f}% (data_wait "
