@@ -4,7 +4,7 @@
 # folder, ../daliN the carried DALI parts). State lives in /tmp/dlb while the machine stays warm, so the
 # calls of one machine share one MLflow store; each call returns the store and logs so far under $OUT.
 set -u
-T0=$(date +%s); END=$((T0 + ${BUDGET:-300})); W=/tmp/dlb; out=${OUT:-/tmp/out}; mkdir -p "$W/logs" "$out"
+T0=$(date +%s); END=$((T0 + ${BUDGET:-300})); W=${W:-/tmp/dlb}; out=${OUT:-/tmp/out}; mkdir -p "$W/logs" "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH=/tmp/site
 PY=${PY:-python3}; DEV=${DEV:-cuda}
