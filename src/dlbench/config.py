@@ -19,9 +19,9 @@ from dlbench.tasks.spec import ModelConfig
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
-# dataset.format of the small datasets read whole into memory, the data of mode=converge: images
-# (data/small_images.py) and ratings (data/movielens.py)
-MEMORY_FORMATS = ("idx", "sklearn", "ratings")
+# dataset.format of the datasets read whole into memory, the data of mode=converge: images
+# (data/small_images.py), ratings (data/movielens.py), parallel_text (data/translation_epochs.py)
+MEMORY_FORMATS = ("idx", "sklearn", "ratings", "parallel_text")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -247,7 +247,8 @@ def validate(job: JobConfig) -> None:
         (
             job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
             f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist, "
-            f"dataset=digits or dataset=movielens (not dataset={job.dataset.name})",
+            f"dataset=digits, dataset=movielens, or a parallel_text corpus for model=transformer "
+            f"(not dataset={job.dataset.name})",
         ),
         (
             job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,

@@ -99,8 +99,11 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
             emit.emit(events.WARMUP_DONE, warmup_s=0.0, steps=0)
             run_epochs(bench, job.schedule.epochs, emit.emit, on_first_step=fault)
         else:
-            warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
-            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
+            # a source with several batch shapes needs a warm-up step for each (SpecBench.warmup_steps)
+            more = getattr(bench, "warmup_steps", None)
+            steps = more(job.schedule.warmup_steps) if more else job.schedule.warmup_steps
+            warmup_s = warm_up(bench, steps, emit.emit)
+            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps)
             timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
         precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.

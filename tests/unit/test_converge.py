@@ -82,7 +82,8 @@ def test_checks_before_the_worker_are_one_line() -> None:
         check_dataset(job)
     synthetic = JobConfig.from_dict({"mode": "converge"})
     with pytest.raises(
-        ConfigError, match="use dataset=fashion_mnist, dataset=digits or dataset=movielens"
+        ConfigError,
+        match="use dataset=fashion_mnist, dataset=digits, dataset=movielens, or a parallel_text corpus",
     ) as err:
         validate(synthetic)
     assert "\n" not in str(err.value)

@@ -58,21 +58,29 @@ class PoolSource:
 
 class HostSource:
     """A task's own host batches (TaskSpec.batches), each put on the device when the step asks for it:
-    the shapes and unit counts may change from step to step."""
+    the shapes and unit counts may change from step to step. Batches that announce how many distinct
+    `shapes` they have hand out one of each first, and the warm-up covers them (`SpecBench.warmup_steps`)."""
 
     def __init__(self, batches: Iterator[HostBatch], to_device: Callable[[HostBatch], Batch]) -> None:
         self.batches, self.to_device = batches, to_device
+        self.shapes: int = getattr(batches, "shapes", 0)  # 0: not announced
         self.samples = self.units = 0  # rows (e.g. sentences) and units (e.g. target tokens) handed out
+        self.seen: set[tuple] = set()  # distinct input shapes handed out
 
     def next(self) -> Batch:
         host = next(self.batches)
-        self.samples += len(next(iter(host.inputs.values())))
+        arrays = list(host.inputs.values())
+        self.samples += len(arrays[0])
         self.units += host.units
+        self.seen.add(tuple(a.shape for a in arrays))
         return self.to_device(host)
 
     def facts(self) -> dict[str, Any]:
-        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x it)."""
-        return {"samples_per_unit": round(self.samples / self.units, 6)} if self.units else {}
+        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x
+        it) and the number of distinct batch shapes the run met (each one compiled / autotuned once)."""
+        if not self.units:
+            return {}
+        return {"samples_per_unit": round(self.samples / self.units, 6), "batch_shapes": len(self.seen)}
 
     def close(self) -> None:
         self.batches = iter(())
@@ -145,8 +153,11 @@ class SpecBench:
         data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
         is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
         A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
-        if self.spec.batches is not None:
-            source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
+        source: Any
+        if self.job.mode == "converge" and self.spec.memory_source is not None:
+            source = self.in_memory = self.spec.memory_source(self.job, self.spec, to_device)
+        elif self.spec.batches is not None:
+            source = HostSource(self.spec.batches(self.job, self.spec), to_device)
         elif self.job.dataset.name == "synthetic":
             pool = synthetic_pool(self.spec, self.job.batch_size, self.job.mode == "train")
             source = PoolSource([to_device(b) for b in pool])
@@ -172,6 +183,12 @@ class SpecBench:
 
     def units(self) -> int:
         return self.source.units if self.source else 0
+
+    def warmup_steps(self, requested: int) -> int:
+        """Warm-up steps: at least one per batch shape of a source that announces its shapes (they come
+        first), so no shape is first met, compiled or autotuned inside a timed window."""
+        inner = getattr(self.source, "source", None)
+        return max(requested, inner.shapes) if isinstance(inner, HostSource) else requested
 
     def data_wait_s(self) -> float:
         return self.source.wait_s if self.source else 0.0

@@ -176,7 +176,10 @@ class MXNetBench(SpecBench):
         dlbench.eval): outside autograd.record, i.e. predict mode, in the job's precision."""
         inputs = self._cast_inputs(self._to_device(host)).inputs
         out = self._infer(self.net, inputs) if self._infer is not None else self.net(*inputs)
-        outs = tuple(mx.nd.amp_cast(o, dtype=np.float32).asnumpy() for o in as_outputs(out))
+        outs = tuple(
+            o if isinstance(o, np.ndarray) else mx.nd.amp_cast(o, dtype=np.float32).asnumpy()  # numpy: ids
+            for o in as_outputs(out)
+        )
         return outs[0] if len(outs) == 1 else outs
 
     # ---- the step ------------------------------------------------------------------------------
