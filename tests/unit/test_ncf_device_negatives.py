@@ -20,25 +20,29 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 USERS, ITEMS, NEGATIVES = 50, 1000, 4
 POSITIVES = {"users": [3, 7, 7, 49, 0, 12], "items": [5, 5, 999, 0, 17, 400]}
 
-# per framework: `tensors(users, items)` -> the framework's int32 tensors; `numpy(x)` -> numpy
+# per framework: `tensors(users, items)` -> the framework's int32 tensors; `numpy(x)` -> numpy; `traced(fn)`:
+# fn as the bench's step runs it (TensorFlow: inside a tf.function, where the draw must stay fresh per call)
 ADAPTERS = {
     "torch": """
         import torch
         from dlbench.backends.torch.models import recommendation as rec
         def tensors(u, i): return torch.tensor(u, dtype=torch.int32), torch.tensor(i, dtype=torch.int32)
         def numpy(x): return x.numpy()
+        def traced(fn): return fn
     """,
     "tf": """
         import tensorflow as tf
         from dlbench.backends.tensorflow.models import recommendation as rec
         def tensors(u, i): return tf.constant(u, tf.int32), tf.constant(i, tf.int32)
         def numpy(x): return x.numpy()
+        def traced(fn): return tf.function(fn)
     """,
     "mxnet": """
         from dlbench.backends.mxnet._compat import mx
         from dlbench.backends.mxnet.models import recommendation as rec
         def tensors(u, i): return mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")
         def numpy(x): return x.asnumpy()
+        def traced(fn): return fn
     """,
 }
 
@@ -49,8 +53,9 @@ BODY = """
     from dlbench.tasks.recommendation import RecommendationConfig, spec
     cfg = RecommendationConfig(num_users=USERS, num_items=ITEMS, factors=4, mlp_layers=[8, 4], negatives=NEGATIVES)
     out = {"draws": []}
+    draw = traced(lambda users, items: rec.add_negatives((users, items), spec(cfg)))
     for _ in range(2):
-        (users, items), (labels,) = rec.add_negatives(tensors(POSITIVES["users"], POSITIVES["items"]), spec(cfg))
+        (users, items), (labels,) = draw(*tensors(POSITIVES["users"], POSITIVES["items"]))
         out["draws"].append({"users": numpy(users).tolist(), "items": numpy(items).tolist(),
                              "labels": numpy(labels).tolist(), "dtype": str(numpy(labels).dtype)})
     # the bench: a synthetic train job cycles its pool of positive batches, counting positives + negatives
@@ -95,7 +100,7 @@ def test_each_positive_gets_four_uniform_negatives_drawn_on_the_device(results, 
         assert draw["items"][:n] == POSITIVES["items"]
         assert all(0 <= i < ITEMS for i in draw["items"][n:])
         assert draw["labels"] == [1.0] * n + [0.0] * (NEGATIVES * n) and draw["dtype"] == "float32"
-    assert first["items"][n:] != second["items"][n:]  # fresh negatives on every call
+    assert first["items"][n:] != second["items"][n:]  # fresh negatives on every call (TF: of one trace)
     assert len(set(first["items"][n:] + second["items"][n:])) > 30  # spread over the items
 
 
