@@ -5,11 +5,15 @@ NeuMF as NVIDIA DeepLearningExamples (PyTorch/Recommendation/NCF) define it: GMF
 MovieLens-20M sizes (138,493 users, 26,744 items): 31,832,577 parameters; dropout off, as DLE benchmarks it.
 BCE with logits, Adam lr 0.0045, betas (0.25, 0.5), eps 1e-8 (DLE's FusedAdam settings).
 
-Data made on the device: a pool of positive (user, item) pairs made once (items skewed towards popular ones);
-each step takes the next slice of `batch / 5` positives and samples 4 random negative items per positive on
-the device (DLE's augmentation: the positive's user with a uniformly random item, label 0), so a step holds
-`--batch` samples (2^20 by default on CUDA) and the sampling is timed with the step. `--mode infer` scores
-the same batches (forward + sigmoid). Prints samples/s. Imports nothing from dlbench (see bare_common.py).
+Data as dlbench's harness makes it (so both do the same work per step): a pool of 8 batches of positive
+(user, item) pairs made once with numpy (seed 0: the very ids of the harness's synthetic pool), users
+uniform, items popularity-skewed (p(rank r) ~ (r + 1)^-0.9, ranks shuffled over the ids), put on the device
+before timing and cycled. Each training step takes the next `batch / 5` positives and draws 4 random
+negative items per positive on the device with torch's RNG (DLE's augmentation: the positive's user with a
+uniformly random item, label 0; a draw that hits a positive is tolerated, as in DLE), labels made on the
+device, so a step holds positives x 5 samples (2^20 by default on CUDA, rounded down to a multiple of 5)
+and the sampling is timed with the step. `--mode infer` scores pool batches of `--batch` (user, item) pairs
+(forward + sigmoid). Prints samples/s. Imports nothing from dlbench (see bare_common.py).
 
 Usage: python scripts/bare_ncf.py [--batch 1048576] [--precision amp|bf16|fp32|tf32] [--mode train|infer]
        [--lr 0.0045] [--warmup 20] [--steps 20] [--windows 8] [--optimizer fused|foreach]
@@ -24,9 +28,12 @@ import math
 import sys
 
 import bare_common as bc
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+SKEW = 0.9  # item popularity, as dlbench's synthetic interactions
 
 
 class NeuMF(nn.Module):
@@ -54,29 +61,45 @@ class NeuMF(nn.Module):
         return self.final(torch.cat([mf, x], 1))
 
 
+def id_pool(a: argparse.Namespace, rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`a.pool` batches of `rows` (user, item) int32 ids, drawn exactly as dlbench's synthetic NCF pool
+    (tasks/recommendation.py): numpy seed 0, uniform users, Zipf-like item popularity."""
+    rng = np.random.default_rng(0)
+    cdf = np.cumsum((np.arange(a.items) + 1.0) ** -SKEW)
+    rank_to_item = rng.permutation(a.items)
+    pool = []
+    for _ in range(a.pool):
+        users = rng.integers(0, a.users, rows).astype(np.int32)
+        ranks = np.searchsorted(cdf, rng.random(rows) * cdf[-1], side="right")
+        pool.append((users, rank_to_item[np.minimum(ranks, a.items - 1)].astype(np.int32)))
+    return pool
+
+
 class Sampler:
-    """Batches of positives from a pool made once on the device, each with ~`negatives` random items."""
+    """The pool on the device, cycled; in training each batch of positives gets `negatives` random items
+    per positive, drawn on the device at every step."""
 
     def __init__(self, a: argparse.Namespace, dev: torch.device) -> None:
-        self.items = a.items
-        self.pos = a.batch // (1 + a.negatives)
-        self.neg = a.batch - self.pos
-        self.reps = -(-self.neg // self.pos)  # users repeated to pair with the negatives
-        n = self.pos * a.pool
-        self.users = torch.randint(0, a.users, (n,), device=dev)
-        self.pos_items = (torch.rand(n, device=dev).pow(3) * a.items).long()  # popular items more often
-        self.labels = torch.cat([torch.ones(self.pos, device=dev), torch.zeros(self.neg, device=dev)])[
-            :, None
-        ]
-        self.offset = 0
+        self.items, self.negatives, self.train = a.items, a.negatives, a.mode == "train"
+        rows = max(1, a.batch // (1 + a.negatives)) if self.train else a.batch
+        self.pool = [(torch.from_numpy(u).to(dev), torch.from_numpy(i).to(dev)) for u, i in id_pool(a, rows)]
+        self.at = 0
+        self.samples = rows * (1 + a.negatives) if self.train else rows
 
-    def next(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        s = slice(self.offset, self.offset + self.pos)
-        self.offset = (self.offset + self.pos) % len(self.users)
-        users = self.users[s]
-        neg_users = users.repeat(self.reps)[: self.neg]
-        neg_items = torch.randint(0, self.items, (self.neg,), device=users.device)
-        return torch.cat([users, neg_users]), torch.cat([self.pos_items[s], neg_items]), self.labels
+    def next(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        users, items = self.pool[self.at]
+        self.at = (self.at + 1) % len(self.pool)
+        if not self.train:
+            return users, items, None
+        negatives = torch.randint(0, self.items, (users.numel() * self.negatives,), device=users.device,
+                                  dtype=items.dtype)  # fmt: skip
+        labels = torch.cat(
+            (
+                torch.ones(users.numel(), device=users.device),
+                torch.zeros(negatives.numel(), device=users.device),
+            )
+        )
+        return torch.cat((users, users.repeat(self.negatives))), torch.cat((items, negatives)), labels
 
 
 def main() -> int:
@@ -85,7 +108,7 @@ def main() -> int:
     p.add_argument("--users", type=int, default=138493)
     p.add_argument("--items", type=int, default=26744)
     p.add_argument("--negatives", type=int, default=4)
-    p.add_argument("--pool", type=int, default=8, help="steps' worth of distinct positives, cycled")
+    p.add_argument("--pool", type=int, default=8, help="distinct batches, cycled (dlbench's SYNTHETIC_POOL)")
     p.add_argument("--lr", type=float, default=0.0045)
     return bc.run_all(p, one_config)
 
@@ -107,7 +130,7 @@ def one_config(a: argparse.Namespace) -> int:
             users, items, _ = data.next()
             with torch.inference_mode(), prec.autocast():
                 torch.sigmoid(run(users, items))
-            return a.batch, None
+            return data.samples, None
     else:
         opt = torch.optim.Adam(
             model.parameters(), lr=a.lr, betas=(0.25, 0.5), eps=1e-8, **bc.optimizer_kwargs(a, dev)
@@ -116,9 +139,9 @@ def one_config(a: argparse.Namespace) -> int:
         def step() -> tuple[int, torch.Tensor]:
             users, items, labels = data.next()
             with prec.autocast():
-                loss = F.binary_cross_entropy_with_logits(run(users, items).float(), labels)
+                loss = F.binary_cross_entropy_with_logits(run(users, items).reshape(-1).float(), labels)
             bc.update(loss, opt, prec)
-            return a.batch, loss.detach()
+            return data.samples, loss.detach()
 
     rates, loss = bc.measure(step, a, dev)
     return bc.report(a, prec, rates, loss, model="ncf", params=params, unit="samples/s")

@@ -19,9 +19,10 @@ from dlbench.tasks.spec import ModelConfig
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
-# dataset.format of the small datasets read whole into memory (data/small_images.py; coco_memory:
-# data/coco_memory.py, detection), the data of mode=converge
-MEMORY_FORMATS = ("idx", "sklearn", "coco_memory")
+# dataset.format of the datasets read whole into memory, the data of mode=converge: images
+# (data/small_images.py), ratings (data/movielens.py), parallel_text (data/translation_epochs.py),
+# coco_memory (data/coco_memory.py, detection)
+MEMORY_FORMATS = ("idx", "sklearn", "ratings", "parallel_text", "coco_memory")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -246,8 +247,9 @@ def validate(job: JobConfig) -> None:
         ),
         (
             job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
-            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist or "
-            f"dataset=digits, for detection dataset=coco_memory (not dataset={job.dataset.name})",
+            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist, "
+            f"dataset=digits, dataset=movielens, or a parallel_text corpus for model=transformer, "
+            f"dataset=coco_memory for model=ssd300 (not dataset={job.dataset.name})",
         ),
         (
             job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,

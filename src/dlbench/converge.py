@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dlbench import events
+from dlbench.eval.bleu import corpus_bleu
 from dlbench.eval.classification import top1_accuracy
 from dlbench.eval.detection import coco_map50
 from dlbench.eval.ranking import hit_rate_at_10
@@ -32,24 +33,27 @@ from dlbench.timing import timed_window
 METRICS: dict[str, tuple[str, Callable[[Any, Any], float | dict[str, float]]]] = {
     "top1": ("accuracy", top1_accuracy),
     "hr@10": ("hr10", hit_rate_at_10),
+    "bleu": ("bleu", corpus_bleu),  # 0-100, on detokenised text (the source's join_outputs decodes ids)
     "coco_map": ("map50", coco_map50),
 }
 EVAL_BATCH = 500  # held-out samples per predict call (memory only: the metric does not depend on it)
 
 
 def evaluate(bench: Any, score: Callable[[Any, Any], Any]) -> Any:
-    """The metric of the bench's model on its in-memory source's held-out split."""
-    outputs = [bench.predict(batch) for batch in bench.in_memory.eval_batches(EVAL_BATCH)]
-    if isinstance(outputs[0], tuple):  # several outputs (e.g. detection's loc, conf): joined one by one
-        return score(tuple(map(np.concatenate, zip(*outputs, strict=True))), bench.in_memory.eval_labels)
-    return score(np.concatenate(outputs), bench.in_memory.eval_labels)
+    """The metric of the bench's model on its in-memory source's held-out split. A source whose outputs
+    are not one array to concatenate (translation: ids of varying width, scored as text;
+    detection: loc and conf, joined one by one) joins them itself (`join_outputs`)."""
+    source = bench.in_memory
+    outputs = [bench.predict(batch) for batch in source.eval_batches(EVAL_BATCH)]
+    return score(getattr(source, "join_outputs", np.concatenate)(outputs), source.eval_labels)
 
 
 def run_epochs(bench: Any, epochs: int, emit: Callable[..., None], on_first_step=None) -> None:
     """Train `epochs` epochs from the bench's in-memory source, evaluating after each."""
     if bench.in_memory is None:
         raise ValueError(
-            "mode=converge needs an in-memory dataset source (dataset=fashion_mnist, digits, coco_memory)"
+            "mode=converge needs an in-memory dataset source "
+            "(dataset=fashion_mnist, digits, movielens, bible_es_en or coco_memory)"
         )
     name, score = METRICS[bench.spec.metric]
     train_s = 0.0

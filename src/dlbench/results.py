@@ -76,6 +76,9 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
     if windows:
         out.update(_window_figures(records, windows))
         out.update(_telemetry_figures(records, samples, windows))
+    per_unit = [r.done.get("run", {}).get("samples_per_unit") for r in records if r.done]
+    if "throughput" in out and per_unit and all(per_unit):  # e.g. sentences/s beside target tokens/s
+        out["throughput_samples"] = out["throughput"] * statistics.median(per_unit)
     skipped = [r.done.get("run", {}).get("data_skipped") for r in records if r.done]
     if any(x is not None for x in skipped):
         out["data_skipped"] = float(max(x or 0 for x in skipped))

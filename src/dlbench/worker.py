@@ -21,7 +21,7 @@ from dlbench.backends.base import BACKENDS, BackendUnavailable
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
     from dlbench.backends.threads import apply_threads, thread_env
-    from dlbench.config import ConfigError, JobConfig
+    from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
     from dlbench.converge import run_epochs
     from dlbench.timing import timed_windows, warm_up
 except ModuleNotFoundError as exc:
@@ -57,9 +57,15 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def fed_by_dali(job: JobConfig) -> bool:
+    """A real data set read by a DALI pipeline (not synthetic, not one held in memory, e.g. MovieLens):
+    only then does the job need DALI, whose version it records. A GPU image without DALI runs the rest."""
+    return job.dataset.name != "synthetic" and job.dataset.format not in MEMORY_FORMATS and job.mode != "data"
+
+
 def _versions(backend, job: JobConfig) -> dict[str, str]:
     out = backend.versions()
-    if job.dataset.name != "synthetic" and job.mode != "data":  # fed by DALI: its version matters too
+    if fed_by_dali(job):
         from dlbench.data.bench import versions as dali_versions
 
         out |= dali_versions()
@@ -99,8 +105,11 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
             emit.emit(events.WARMUP_DONE, warmup_s=0.0, steps=0)
             run_epochs(bench, job.schedule.epochs, emit.emit, on_first_step=fault)
         else:
-            warmup_s = warm_up(bench, job.schedule.warmup_steps, emit.emit)
-            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=job.schedule.warmup_steps)
+            # a source with several batch shapes needs a warm-up step for each (SpecBench.warmup_steps)
+            more = getattr(bench, "warmup_steps", None)
+            steps = more(job.schedule.warmup_steps) if more else job.schedule.warmup_steps
+            warmup_s = warm_up(bench, steps, emit.emit)
+            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps)
             timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
         precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.

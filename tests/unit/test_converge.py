@@ -81,7 +81,10 @@ def test_checks_before_the_worker_are_one_line() -> None:
     with pytest.raises(ConfigError, match=r"dataset.eval_samples=400: dataset=digits has 360"):
         check_dataset(job)
     synthetic = JobConfig.from_dict({"mode": "converge"})
-    with pytest.raises(ConfigError, match="use dataset=fashion_mnist or dataset=digits") as err:
+    with pytest.raises(
+        ConfigError,
+        match="use dataset=fashion_mnist, dataset=digits, dataset=movielens, or a parallel_text corpus",
+    ) as err:
         validate(synthetic)
     assert "\n" not in str(err.value)
     for key, value, message in (

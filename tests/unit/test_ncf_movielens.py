@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 from dlbench.config import ConfigError, JobConfig
 from dlbench.data.movielens import MovieLensSource, check_movielens
+from dlbench.data.negatives import PositiveSet
 from dlbench.data.validate import check_dataset
 from dlbench.tasks.recommendation import RecommendationConfig, spec
 
@@ -102,30 +104,97 @@ def test_ncf_on_an_image_dataset_is_refused(tmp_path):
         check_dataset(job)
 
 
-def test_training_batches_are_full_and_four_in_five_are_negatives(tmp_path):
-    job = _job(_ratings(tmp_path / "ml"), batch=16)
+def _source(folder: Path, mode: str, batch: int, seed: int = 1) -> MovieLensSource:
+    job = _job(folder, mode=mode, batch=batch)
+    job.schedule.seed = seed
     check_dataset(job)
-    source = MovieLensSource(job, lambda host: host)
-    epoch = (12 * 9 - 12) * 5  # positives but the held-out ones, plus 4 negatives each
-    batches = [source.next() for _ in range(epoch // 16)]
-    assert all(b.units == 16 and b.inputs["user"].dtype == np.int32 for b in batches)
-    labels = np.concatenate([b.targets["label"] for b in batches])
-    assert 0.15 < labels.mean() < 0.25  # 1 positive in 5, shuffled
+    return MovieLensSource(job, lambda host: host)
+
+
+def _positives(source: MovieLensSource, held_out: bool) -> PositiveSet:
+    split = source.split
+    users, items = split.train_users, split.train_items
+    if held_out:
+        users = np.concatenate([users, np.arange(split.num_users)])
+        items = np.concatenate([items, split.test_items])
+    return PositiveSet(users, items, split.num_users, split.num_items)
+
+
+def test_train_batches_hold_positives_the_step_adds_the_negatives(tmp_path):
+    source = _source(_ratings(tmp_path / "ml"), "train", batch=16)  # 16 samples: 3 positives + 12 negatives
+    positives = 12 * 9 - 12  # all but the held-out ones
+    assert source.steps_per_epoch == positives // 3
+    batches = [source.next() for _ in range(source.steps_per_epoch)]
+    assert all(b.units == 15 and b.targets == {} and len(b.inputs["user"]) == 3 for b in batches)
     users = np.concatenate([b.inputs["user"] for b in batches])
     items = np.concatenate([b.inputs["item"] for b in batches])
-    assert users.max() < job.model.num_users and items.max() < job.model.num_items  # dense ids for the tables
-    assert source.next().units == 16  # the next epoch starts with fresh negatives
+    assert users.dtype == np.int32 and _positives(source, held_out=False).contains(users, items).all()
+    assert len(set(zip(users.tolist(), items.tolist(), strict=True))) == len(users)  # each positive once
+    source.close()
+
+
+def test_converge_batches_hold_seeded_negatives_fresh_every_epoch(tmp_path):
+    folder = _ratings(tmp_path / "ml")
+
+    def epochs(seed: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        source = _source(folder, "converge", batch=16, seed=seed)
+        out = []
+        for _ in range(2):
+            batches = [source.next() for _ in range(source.steps_per_epoch)]
+            assert all(b.units == 16 and len(b.inputs["item"]) == 16 for b in batches)
+            out.append(tuple(np.concatenate([b.inputs[k] if k != "label" else b.targets[k] for b in batches])
+                             for k in ("user", "item", "label")))  # fmt: skip
+        never = _positives(source, held_out=False)
+        source.close()
+        for users, items, labels in out:
+            assert 0.15 < labels.mean() < 0.25  # 1 positive in 5, shuffled
+            assert never.contains(users[labels == 1], items[labels == 1]).all()
+            assert not never.contains(users[labels == 0], items[labels == 0]).any()
+        return out
+
+    first, again, other = epochs(1), epochs(1), epochs(2)
+    for a, b in zip(first[0], again[0], strict=True):
+        np.testing.assert_array_equal(a, b)  # the run's seed fixes them: every framework trains on these
+    assert (first[0][1] != first[1][1]).any()  # the next epoch draws fresh negatives
+    assert (first[0][1] != other[0][1]).any()  # another seed, other negatives
+
+
+def test_eval_candidates_hold_the_held_out_item_and_no_positive(tmp_path):
+    source = _source(_ratings(tmp_path / "ml"), "converge", batch=16)
+    split = source.split
+    batches = list(source.eval_batches(5))  # 5 users x 101 candidates per batch
+    assert [len(b.inputs["user"]) for b in batches] == [505, 505, 202]
+    users = np.concatenate([b.inputs["user"] for b in batches]).astype(np.int64)
+    items = np.concatenate([b.inputs["item"] for b in batches]).astype(np.int64)
+    labels = np.concatenate([b.targets["label"] for b in batches])
+    np.testing.assert_array_equal(labels, source.eval_labels)
+    np.testing.assert_array_equal(users, np.repeat(np.arange(12), 101))
+    rows, row_labels = items.reshape(12, 101), labels.reshape(12, 101)
+    np.testing.assert_array_equal(rows[:, 0], split.test_items)  # each user's held-out item, first
+    assert (row_labels[:, 0] == 1).all() and row_labels[:, 1:].sum() == 0
+    assert not _positives(source, held_out=True).contains(users[labels == 0], items[labels == 0]).any()
+    again = _source(_ratings(tmp_path / "ml"), "converge", batch=16)
+    np.testing.assert_array_equal(again.candidates, source.candidates)  # fixed by the seed
+    facts = source.facts()
+    assert facts["seed"] == 1 and facts["eval_users"] == 12 and "host" in facts["negatives"]
     source.close()
 
 
 def test_inference_batches_are_each_users_101_candidates(tmp_path):
-    job = _job(_ratings(tmp_path / "ml"), mode="infer", batch=101)
-    check_dataset(job)
-    source = MovieLensSource(job, lambda host: host)
+    source = _source(_ratings(tmp_path / "ml"), "infer", batch=101)
     first = source.next()
     assert (first.inputs["user"] == 0).all()
     assert first.targets["label"].tolist() == [1] + [0] * 100  # the held-out item first
     source.close()
+
+
+def test_converge_on_movielens_is_a_valid_job(compose):
+    from dlbench.config import validate
+
+    cfg = compose(["model=ncf", "dataset=movielens", "mode=converge"])
+    job = JobConfig.from_dict(OmegaConf.to_container(cfg, resolve=True))
+    assert job.dataset.format == "ratings"
+    validate(job)  # mode=converge accepts the in-memory ratings
 
 
 def test_a_changed_file_is_read_again(tmp_path):

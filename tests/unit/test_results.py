@@ -62,6 +62,13 @@ def test_step_time_uses_the_mean_units_per_step_when_batches_vary():
     assert out["step_time_ms"] == pytest.approx(1000.0 * 100 / 100.0)
 
 
+def test_samples_per_second_beside_a_throughput_in_other_units():
+    rec = record(100.0, [3000.0, 3200.0])  # target tokens/s
+    assert "throughput_samples" not in summarize_job([rec], [])  # images: the sample is the unit
+    rec.done["run"]["samples_per_unit"] = 0.04  # a sentence per 25 target tokens
+    assert summarize_job([rec], [])["throughput_samples"] == pytest.approx(3100.0 * 0.04)  # sentences/s
+
+
 def test_repeats_report_median_of_medians_and_spread():
     recs = [
         record(100.0, [100.0, 100.0, 100.0]),

@@ -14,9 +14,19 @@ from dlbench.tracking.store import open_store
 from tests.conftest import ROOT
 
 
-def log(client, eid: str, data: str, optimizer: str, throughput: float, loss: float) -> None:
-    job = JobConfig.from_dict({"model": {"name": "resnet50"}, "precision": {"name": "amp"}, "mode": "train"})
+def log(
+    client,
+    eid: str,
+    data: str,
+    optimizer: str,
+    throughput: float,
+    loss: float,
+    model: str = "resnet50",
+    decode: str = "auto",
+) -> None:
+    job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": "amp"}, "mode": "train"})
     job.dataset.name, job.device, job.framework.optimizer_impl = data, "cuda", optimizer
+    job.data.decode, job.data.num_threads = decode, 14 if decode == "cpu" else 4
     run = RunLogger.create(client, eid, f"{data}-{optimizer}", None, {"dlbench.kind": "job"})
     run.params(flatten(job.to_dict()) | {"batch_size": 256})
     run.metrics({"throughput": throughput, "loss_last": loss, "data_wait_frac": 0.01, "gpu_util_mean": 90.0})
@@ -47,7 +57,7 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     ratios = [line for line in md.splitlines() if line.startswith("- [gpu]")]
     assert ratios == [
         "- [gpu] harness vs hand-written loop, ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99.0% (goal ≥ 99%).",
-        "- [gpu] DALI-fed vs synthetic, ResNet-50 amp train, SGD foreach: 4,500 vs 5,000 img/s = 90.0% "
+        "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, ResNet-50 amp train, SGD foreach: 4,500 vs 5,000 img/s = 90.0% "
         "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
     ]  # fmt: skip
     assert md.count("FINISHED, diverged") == 2
@@ -107,4 +117,26 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
         "- [s] harness vs hand-written loop, ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 256: 6,900 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 384: 7,020 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
+    ]  # fmt: skip
+
+
+def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_path):
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log(client, eid, "synthetic", "fused", 1600.0, 3.0, model="ssd300")
+    log(client, eid, "coco2017", "fused", 1520.0, 3.1, model="ssd300")
+    log(client, eid, "synthetic", "fused", 6000.0, 3.0)
+    log(client, eid, "imagenet", "fused", 5940.0, 3.0, decode="cpu")
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "src/report.py"), "page", "--source", "gpu", str(db), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
+    assert ratios == [
+        "- [gpu] DALI-fed (CPU decode, 14 threads) vs synthetic, ResNet-50 amp train, SGD fused: 5,940 vs 6,000 img/s "
+        "= 99.0% (data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
+        "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, SSD300 amp train, SGD fused: 1,520 vs 1,600 img/s "
+        "= 95.0% (data_wait 1.0%, GPU util 90% vs 90%).",
     ]  # fmt: skip

@@ -42,7 +42,7 @@ TINY = {
     ),
     "detection": DetectionConfig(image_size=32, batch_size=2),  # SSD300's layers, 108 default boxes
     "translation": TranslationConfig(
-        size="tiny", vocab=64, batch_tokens=0, batch_size=2, lengths="fixed", max_len=6, dropout=0.1
+        size="tiny", vocab=64, batch_tokens=0, batch_size=2, lengths="fixed", max_len=8, dropout=0.1
     ),
 }
 STEPS = 3

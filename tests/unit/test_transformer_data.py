@@ -36,12 +36,15 @@ from dlbench.data.parallel_text import (
     write_pairs,
 )
 from dlbench.data.token_batches import (
+    BUCKET,
     TokenBatches,
-    group_by_tokens,
+    bucket,
     make_batch,
+    shapes_first,
     synthetic_pairs,
     target_tokens,
 )
+from dlbench.data.token_batches import bucket_groups as group_by_tokens
 from dlbench.eval.bleu import corpus_bleu
 from tests.conftest import ROOT
 
@@ -57,33 +60,48 @@ def test_batch_adds_bos_eos_pads_right_and_counts_target_tokens_without_padding(
     assert b.labels.size == 10 and b.sentences == 2
 
 
-def test_token_groups_respect_the_budget_and_use_every_sentence_once():
+def test_bucket_groups_are_whole_batches_of_one_shape_per_bucket_within_the_budget():
     rng = np.random.default_rng(1)
-    pairs = synthetic_pairs(2000, 1000, rng)
+    pairs = synthetic_pairs(2000, 1000, rng, max_len=63)
     src_lens, tgt_lens = [len(s) for s, _ in pairs], [len(t) for _, t in pairs]
     groups = group_by_tokens(src_lens, tgt_lens, 1024)
-    assert sorted(np.concatenate(groups).tolist()) == list(range(2000))
-    for g in groups:
-        longest = max(max(src_lens[i], tgt_lens[i]) + 1 for i in g)
-        assert len(g) * longest <= 1024 or len(g) == 1
-    # sorting by length keeps padding low: most of each padded target block is real tokens
-    batches = [make_batch([pairs[i] for i in g]) for g in groups]
-    real = sum(b.target_tokens for b in batches)
-    assert real / sum(b.labels.size for b in batches) > 0.9
-    random_groups = np.array_split(np.random.default_rng(2).permutation(2000), len(groups))
-    random_padded = sum(make_batch([pairs[i] for i in g]).labels.size for g in random_groups)
-    assert random_padded > 1.5 * sum(b.labels.size for b in batches)
+    used = np.concatenate([g for _, g in groups])
+    assert len(set(used.tolist())) == len(used)  # no sentence twice
+    for width, g in groups:
+        assert width % BUCKET == 0 and len(g) == 1024 // width  # whole batches: n = budget // L
+        assert (
+            max(max(src_lens[i], tgt_lens[i]) + 1 for i in g)
+            <= width
+            < min(max(src_lens[i], tgt_lens[i]) + 1 for i in g) + BUCKET
+        )
+    widths = {w for w, _ in groups}
+    assert len(widths) <= 64 // BUCKET
+    for width in widths:  # only a bucket's leftover (fewer than one batch) is dropped
+        members = [i for i in range(2000) if bucket(max(src_lens[i], tgt_lens[i]) + 1) == width]
+        assert len(members) - sum(len(g) for w, g in groups if w == width) < 1024 // width
+    # padding stays low: most of each padded target block is real tokens, and every batch has its shape
+    batches = [(w, make_batch([pairs[i] for i in g], w)) for w, g in groups]
+    assert all(b.src.shape == b.labels.shape == (1024 // w, w) for w, b in batches)
+    assert sum(b.target_tokens for _, b in batches) / sum(b.labels.size for _, b in batches) > 0.75
 
 
 def test_a_sentence_longer_than_the_budget_gets_a_batch_of_its_own():
     groups = group_by_tokens([3, 50, 4], [3, 60, 4], batch_tokens=16)
-    assert [1] in [g.tolist() for g in groups]
-    assert sorted(np.concatenate(groups).tolist()) == [0, 1, 2]
+    assert [(w, g.tolist()) for w, g in groups] == [(8, [0, 2]), (64, [1])]
 
 
-def test_max_sentences_caps_a_group():
-    groups = group_by_tokens([2] * 10, [2] * 10, batch_tokens=1000, max_sentences=4)
-    assert [len(g) for g in groups] == [4, 4, 2]
+def test_without_a_token_budget_batches_hold_batch_size_sentences_and_the_tail_is_dropped():
+    groups = group_by_tokens([2] * 10, [2] * 10, batch_tokens=0, batch_size=4)
+    assert [len(g) for _, g in groups] == [4, 4]
+    order = np.random.default_rng(0).permutation(10)  # a seeded order decides who is left over
+    assert np.concatenate([g for _, g in group_by_tokens([2] * 10, [2] * 10, 0, 4, order)]).tolist() == (
+        order[:8].tolist()
+    )
+
+
+def test_shapes_first_moves_one_batch_of_each_width_to_the_front():
+    order = shapes_first([8, 8, 16, 24, 16], np.array([1, 0, 4, 2, 3]))
+    assert order.tolist() == [1, 4, 3, 0, 2]
 
 
 def test_synthetic_lengths_fixed_or_lognormal_and_ids_in_the_vocabulary():
@@ -98,15 +116,18 @@ def test_synthetic_lengths_fixed_or_lognormal_and_ids_in_the_vocabulary():
     assert ids.min() >= 4 and ids.max() < 100
 
 
-def test_token_batches_visit_every_group_per_epoch_in_a_new_order():
-    pairs = synthetic_pairs(300, 50, np.random.default_rng(3))
+def test_token_batches_meet_every_shape_first_then_visit_every_batch_per_epoch_in_a_new_order():
+    pairs = synthetic_pairs(600, 50, np.random.default_rng(3), max_len=40)
     tb = TokenBatches(pairs, batch_tokens=256, seed=0)
     it = iter(tb)
     first = [next(it) for _ in range(len(tb))]
     second = [next(it) for _ in range(len(tb))]
-    total = sum(len(t) + 1 for _, t in pairs)
+    shapes = {b.src.shape for b in first}
+    assert tb.shapes == len(shapes) >= 3 and {b.src.shape for b in first[: tb.shapes]} == shapes
+    total = sum(make_batch([pairs[i] for i in g]).target_tokens for _, g in tb.groups)
     assert sum(b.target_tokens for b in first) == total == sum(b.target_tokens for b in second)
     assert [b.src.shape for b in first] != [b.src.shape for b in second]
+    assert {b.src.shape for b in second} == shapes
 
 
 # --- decoding loop, schedule, counts -----------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from dlbench.config import ConfigError, JobConfig
 from dlbench.core.transformer import BOS, EOS, PAD
 from dlbench.data.parallel_text import CorpusMissing, write_pairs
-from dlbench.data.translation_source import check_corpus, languages, translation_batches
+from dlbench.data.translation_source import TranslationBatches, check_corpus, languages
 from dlbench.tasks import task_spec
 from dlbench.tasks.translation import TranslationConfig
 
@@ -34,7 +34,7 @@ def test_spec_counts_target_tokens_in_training_and_generated_tokens_in_inference
 
 
 def test_token_batches_vary_and_count_real_target_tokens():
-    batches = list(itertools.islice(translation_batches(_job(batch_tokens=512, max_len=64), None), 12))
+    batches = list(itertools.islice(TranslationBatches(_job(batch_tokens=512, max_len=64), None), 12))
     assert len({b.inputs["src"].shape for b in batches}) > 1  # shapes vary step to step
     for b in batches:
         labels = b.targets["tgt_out"]
@@ -45,9 +45,9 @@ def test_token_batches_vary_and_count_real_target_tokens():
 
 
 def test_fixed_lengths_by_sentences_and_infer_units():
-    train = next(translation_batches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None))
+    train = next(TranslationBatches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None))
     assert train.inputs["src"].shape == (3, 16) and train.units == 3 * 16
-    infer = next(translation_batches(_job("infer", batch_tokens=0, batch_size=3, lengths="fixed"), None))
+    infer = next(TranslationBatches(_job("infer", batch_tokens=0, batch_size=3, lengths="fixed"), None))
     assert infer.units == 3 * infer.inputs["tgt_in"].shape[1]  # every sentence decodes the target length
 
 
@@ -68,9 +68,13 @@ def test_parallel_text_corpus_is_read_through_bpe(tmp_path):
         idx = rng.integers(0, 6, rng.integers(2, 7))
         pairs.append((" ".join(words[0][i] for i in idx), " ".join(words[1][i] for i in idx)))
     write_pairs(tmp_path, pairs, "es", "en", "train")
-    job = _job(dataset={"name": "toy_es_en", "path": str(tmp_path), "format": "parallel_text"}, vocab=40)
+    job = _job(
+        dataset={"name": "toy_es_en", "path": str(tmp_path), "format": "parallel_text"},
+        vocab=40,
+        batch_tokens=64,
+    )
     assert check_corpus(job)["dataset.languages"] == "es-en"
-    batch = next(translation_batches(job, None))
+    batch = next(TranslationBatches(job, None))
     assert (tmp_path / "bpe40.model").is_file()
     assert 3 < batch.inputs["src"].max() < 40 and batch.units == np.count_nonzero(batch.targets["tgt_out"])
 
@@ -85,12 +89,37 @@ def test_missing_corpus_and_bad_names_are_one_line(tmp_path):
         languages("bible")
 
 
-def test_host_source_counts_samples_per_unit():
+def test_host_source_counts_samples_per_unit_and_the_shapes_it_met():
     from dlbench.backends.skeleton import HostSource
 
     source = HostSource(
-        translation_batches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None), lambda h: h
+        TranslationBatches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None), lambda h: h
     )
     for _ in range(4):
         source.next()
-    assert source.facts() == {"samples_per_unit": round(1 / 16, 6)}  # 3 sentences of 15 tokens + EOS
+    # 3 sentences of 15 tokens + EOS, all of one shape
+    assert source.facts() == {"samples_per_unit": round(1 / 16, 6), "batch_shapes": 1}
+
+
+def test_warm_up_covers_every_batch_shape_before_the_timed_windows():
+    from dlbench.backends.skeleton import HostSource, SpecBench
+    from dlbench.core.bench import TimedSource
+
+    job = _job(batch_tokens=512, max_len=64)
+    bench = SpecBench(job)
+    bench.source = TimedSource(HostSource(bench.spec.batches(job, bench.spec), lambda h: h))
+    shapes = bench.source.source.shapes
+    assert shapes >= 4 and bench.warmup_steps(2) == shapes and bench.warmup_steps(100) == 100
+    warm = {bench.source.next().inputs["src"].shape for _ in range(bench.warmup_steps(2))}
+    timed = {bench.source.next().inputs["src"].shape for _ in range(200)}
+    assert timed <= warm and len(warm) == shapes == bench.source.source.facts()["batch_shapes"]
+    assert all(n * width <= 512 and width % 8 == 0 for n, width in warm)
+
+
+def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
+    """scripts/bare_transformer.py --min-len 64 --max-len 64 trains on 5120 // 64 = 80 sentences of 64
+    tokens; the harness at model.lengths=fixed must do the same work at every step (on the H200 a tail
+    batch of 16 sentences fell inside a timed window)."""
+    batches = TranslationBatches(_job(batch_tokens=5120, max_len=64, lengths="fixed"), None)
+    assert batches.shapes == 1
+    assert {next(batches).inputs["src"].shape for _ in range(60)} == {(80, 64)}

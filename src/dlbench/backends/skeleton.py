@@ -16,7 +16,7 @@ from typing import Any
 from dlbench.backends.base import BACKENDS
 from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
-from dlbench.data.synthetic import HostBatch, synthetic_batch
+from dlbench.data.synthetic import HostBatch, synthetic_pool
 from dlbench.tasks import task_spec
 
 
@@ -40,36 +40,47 @@ def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
     return dict(report(model)) if report is not None else {}
 
 
-class FixedSource:
-    """The synthetic source: one batch put on the device once and handed out at every step."""
+class PoolSource:
+    """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
+    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step)."""
 
-    def __init__(self, batch: Batch) -> None:
-        self.batch = batch
+    def __init__(self, batches: list[Batch]) -> None:
+        self.batches, self.at = batches, 0
 
     def next(self) -> Batch:
-        return self.batch
+        batch = self.batches[self.at]
+        self.at = (self.at + 1) % len(self.batches)
+        return batch
 
     def close(self) -> None:
-        self.batch = None
+        self.batches = []
 
 
 class HostSource:
     """A task's own host batches (TaskSpec.batches), each put on the device when the step asks for it:
-    the shapes and unit counts may change from step to step."""
+    the shapes and unit counts may change from step to step. Batches that announce how many distinct
+    `shapes` they have hand out one of each first, and the warm-up covers them (`SpecBench.warmup_steps`)."""
 
     def __init__(self, batches: Iterator[HostBatch], to_device: Callable[[HostBatch], Batch]) -> None:
         self.batches, self.to_device = batches, to_device
+        self.shapes: int = getattr(batches, "shapes", 0)  # 0: not announced
         self.samples = self.units = 0  # rows (e.g. sentences) and units (e.g. target tokens) handed out
+        self.seen: set[tuple] = set()  # distinct input shapes handed out
 
     def next(self) -> Batch:
         host = next(self.batches)
-        self.samples += len(next(iter(host.inputs.values())))
+        arrays = list(host.inputs.values())
+        self.samples += len(arrays[0])
         self.units += host.units
+        self.seen.add(tuple(a.shape for a in arrays))
         return self.to_device(host)
 
     def facts(self) -> dict[str, Any]:
-        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x it)."""
-        return {"samples_per_unit": round(self.samples / self.units, 6)} if self.units else {}
+        """samples per unit over the batches used (sentences per target token: sentences/s = throughput x
+        it) and the number of distinct batch shapes the run met (each one compiled / autotuned once)."""
+        if not self.units:
+            return {}
+        return {"samples_per_unit": round(self.samples / self.units, 6), "batch_shapes": len(self.seen)}
 
     def close(self) -> None:
         self.batches = iter(())
@@ -121,6 +132,9 @@ class SpecBench:
         self.job = job
         self.spec = task_spec(job.model)
         self.train = job.mode in ("train", "converge")
+        # mode=train only: batches hold positives and the step draws this many negatives each on the device
+        # (the family's add_negatives); mode=converge trains on host-drawn, seeded negatives instead
+        self.device_negatives = self.spec.device_negatives if job.mode == "train" else 0
         self.unit = self.spec.unit if self.train or not self.spec.infer_unit else self.spec.infer_unit
         self.family_facts: dict[str, Any] = {}  # what the model family reports (e.g. its attention kernels)
         self.source: TimedSource | None = None
@@ -134,19 +148,23 @@ class SpecBench:
         return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
-        """Synthetic data (the spec's numpy batch, made once, put on the device by `to_device`), or the
+        """Synthetic data (the spec's numpy batches, made once, put on the device by `to_device`), or the
         dataset through the family's `real_source(bench)` when its model module defines one (a task whose
         data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
         is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
         A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
-        if self.spec.batches is not None:
-            source: Any = HostSource(self.spec.batches(self.job, self.spec), to_device)
+        source: Any
+        if self.job.mode == "converge" and self.spec.memory_source is not None:
+            source = self.in_memory = self.spec.memory_source(self.job, self.spec, to_device)
+        elif self.spec.batches is not None:
+            source = HostSource(self.spec.batches(self.job, self.spec), to_device)
         elif self.job.dataset.name == "synthetic":
-            source = FixedSource(to_device(synthetic_batch(self.spec, self.job.batch_size)))
-        elif self.job.dataset.name == "movielens":  # ratings read with numpy, no DALI
+            pool = synthetic_pool(self.spec, self.job.batch_size, self.job.mode == "train")
+            source = PoolSource([to_device(b) for b in pool])
+        elif self.job.dataset.format == "ratings":  # user-item ratings read with numpy, no DALI
             from dlbench.data.movielens import MovieLensSource
 
-            source = MovieLensSource(self.job, to_device)
+            source = self.in_memory = MovieLensSource(self.job, to_device)
         elif self.job.dataset.format == "coco_memory":  # detection's COCO layout, decoded once with PIL
             from dlbench.data.coco_memory import CocoMemorySource
 
@@ -160,8 +178,21 @@ class SpecBench:
             source = ExplainedSource(hook(self) if hook is not None else real())
         self.source = TimedSource(source)
 
+    def with_negatives(self, inputs: tuple, targets: tuple) -> tuple[tuple, tuple]:
+        """A train step's full batch: the positives plus the negatives (and labels) the family draws on
+        the device, where the task asks for it (device_negatives), else the batch as it came."""
+        if not self.device_negatives:
+            return inputs, targets
+        return self.family.add_negatives(inputs, self.spec)
+
     def units(self) -> int:
         return self.source.units if self.source else 0
+
+    def warmup_steps(self, requested: int) -> int:
+        """Warm-up steps: at least one per batch shape of a source that announces its shapes (they come
+        first), so no shape is first met, compiled or autotuned inside a timed window."""
+        inner = getattr(self.source, "source", None)
+        return max(requested, inner.shapes) if isinstance(inner, HostSource) else requested
 
     def data_wait_s(self) -> float:
         return self.source.wait_s if self.source else 0.0
@@ -184,6 +215,8 @@ class SpecBench:
         facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
         if self.job.mode == "converge":
             facts["init"] = self.init
+        if self.device_negatives:
+            facts["negatives"] = f"{self.device_negatives} per positive, on the device, the framework's RNG"
         return facts | (self.in_memory.facts() if self.in_memory is not None else {})
 
     def close(self) -> None:

@@ -57,6 +57,7 @@ SUMMARY_METRICS = (
     "throughput_p95",
     "throughput_cv",
     "throughput_spread",
+    "throughput_samples",  # samples/s when the unit is not the sample (sentences/s beside target tokens/s)
     "step_time_ms",
     "warmup_s",
     "startup_s",

@@ -160,6 +160,12 @@ class CocoMemorySource:
             pick = slice(start, start + batch_size)
             yield self._host(t.images[pick], t.boxes[pick], t.labels[pick])
 
+    @staticmethod
+    def join_outputs(outputs: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+        """The predictions of every eval batch as one array per output ((loc, conf), or the padded
+        boxes, scores, labels of a framework's postprocess): what the metric takes."""
+        return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
+
     @property
     def eval_labels(self) -> DetectionTruth:
         return DetectionTruth(self.test.gt, self.test.image_ids, self.dboxes)

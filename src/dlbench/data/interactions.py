@@ -16,6 +16,7 @@ Layouts read (chosen by file name, or found inside a folder):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +91,19 @@ def leave_one_out(data: Interactions) -> LeaveOneOut:
     return LeaveOneOut(users[~last], items[~last], test_items, data.num_users, data.num_items)
 
 
+def popular_items(num_items: int, skew: float, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
+    """A sampler of item ids with a Zipf-like popularity, p(rank r) ~ (r + 1)^-skew, the ranks shuffled
+    over the ids once (here): `draw(n)` gives n ids, popular ones far more often, as in real ratings."""
+    cdf = np.cumsum((np.arange(num_items) + 1.0) ** -skew)
+    rank_to_item = rng.permutation(num_items)
+
+    def draw(size: int) -> np.ndarray:
+        ranks = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
+        return rank_to_item[np.minimum(ranks, num_items - 1)]
+
+    return draw
+
+
 def synthetic_interactions(
     num_users: int = ML20M_USERS,
     num_items: int = ML20M_ITEMS,
@@ -111,8 +125,7 @@ def synthetic_interactions(
     rng = np.random.default_rng(seed)
     extra = max(mean_per_user - min_per_user, 1e-9)
     target = np.minimum(min_per_user + rng.geometric(1.0 / (extra + 1.0), size=num_users) - 1, num_items)
-    cdf = np.cumsum((np.arange(num_items) + 1.0) ** -skew)
-    rank_to_item = rng.permutation(num_items)
+    popular = popular_items(num_items, skew, rng)
     cover = max(num_users, num_items)  # rows that put every user id and every item id in the table
     keys = np.unique((np.arange(cover) % num_users) * num_items + rng.permutation(cover) % num_items)
     for _ in range(50):  # draw each user's shortfall again until popular-item repeats are replaced
@@ -120,10 +133,7 @@ def synthetic_interactions(
         if not need.any():
             break
         users = np.repeat(np.arange(num_users, dtype=np.int64), need)
-        ranks = np.searchsorted(cdf, rng.random(len(users)) * cdf[-1], side="right")
-        keys = np.unique(
-            np.concatenate([keys, users * num_items + rank_to_item[np.minimum(ranks, num_items - 1)]])
-        )
+        keys = np.unique(np.concatenate([keys, users * num_items + popular(len(users))]))
     return Interactions(
         users=keys // num_items,
         items=keys % num_items,

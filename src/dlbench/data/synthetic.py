@@ -1,4 +1,4 @@
-"""Synthetic batches made from a task spec with numpy, once, on the host.
+"""Synthetic batches made from a task spec with numpy, once, on the host, before any timing.
 
 Every framework gets the same numbers (seed 0, inputs then targets in spec order) and puts them on its
 device itself, in its own layout and dtype; the unit count comes from these host arrays, so no step
@@ -41,3 +41,11 @@ def synthetic_batch(spec: TaskSpec, batch_size: int, seed: int = 0) -> HostBatch
     else:
         targets = {name: _draw(rng, spec, t, batch_size) for name, t in spec.targets.items()}
     return HostBatch(inputs, targets, spec.count_units(inputs | targets))
+
+
+def synthetic_pool(spec: TaskSpec, batch_size: int, train: bool) -> list[HostBatch]:
+    """The batches a synthetic job cycles through, made before timing: the task's own pool
+    (TaskSpec.synthetic_pool, e.g. NCF's fresh positives per step), else the one spec batch."""
+    if spec.synthetic_pool is not None:
+        return spec.synthetic_pool(batch_size, train)
+    return [synthetic_batch(spec, batch_size)]

@@ -2,9 +2,14 @@
 
 fairseq and DeepLearningExamples form batches by tokens, not sentences (`--max-tokens`, e.g. 5,120 per
 GPU): sentences of similar length are grouped so that a batch of n sentences padded to its longest
-source or target side holds at most `batch_tokens` tokens. The number of sentences per step therefore
-varies, and throughput counts the real (unpadded) target tokens of each batch, EOS included:
-fairseq's `ntokens`, reported as target tokens per second.
+side holds at most `batch_tokens` tokens. The number of sentences per step therefore varies, and
+throughput counts the real (unpadded) target tokens of each batch, EOS included: fairseq's `ntokens`,
+reported as target tokens per second.
+
+Shapes are bounded: lengths are padded to multiples of BUCKET (8) and a bucket holds only whole batches of
+batch_tokens // L sentences, so a run sees at most max_len / 8 shapes, every one of them in warm-up
+(`TokenBatches` starts with one batch of each): a new shape inside a timed window would retrace (TF),
+re-bind (MXNet static_shape) or re-autotune (cuDNN) there and slow that window.
 
 A sentence pair becomes three int32 arrays, right-padded with PAD (dlbench.core.transformer):
     src     = source ids + [EOS]
@@ -26,6 +31,9 @@ from dlbench.core.transformer import BOS, EOS, PAD
 # sd 0.15. The synthetic source uses it so a token-batched synthetic run has realistic padding.
 LOG_LEN_MEAN, LOG_LEN_SD, LOG_RATIO_SD = 3.35, 0.43, 0.15
 FIRST_ID = 4  # ids below are PAD, BOS, EOS, UNK
+# Padded lengths are multiples of 8 (fairseq's --required-seq-len-multiple; tensor-core friendly), so a
+# run sees at most max_len / 8 batch shapes: each one compiles / retraces / autotunes once, in warm-up.
+BUCKET = 8
 
 
 @dataclass
@@ -48,43 +56,65 @@ def target_tokens(labels: np.ndarray) -> int:
     return int(np.count_nonzero(np.asarray(labels) != PAD))
 
 
-def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    out = np.full((len(rows), max(len(r) for r in rows)), PAD, dtype=np.int32)
+def bucket(length: int) -> int:
+    """A padded length: `length` rounded up to a multiple of BUCKET."""
+    return -(-int(length) // BUCKET) * BUCKET
+
+
+def _pad(rows: Sequence[Sequence[int]], width: int | None = None) -> np.ndarray:
+    out = np.full((len(rows), width or max(len(r) for r in rows)), PAD, dtype=np.int32)
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
 
 
-def make_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Batch:
-    """Pad encoded (source ids, target ids) pairs into a Batch (EOS/BOS added here)."""
+def make_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], width: int | None = None) -> Batch:
+    """Pad encoded (source ids, target ids) pairs into a Batch (EOS/BOS added here), to `width` columns
+    on both sides when given (a bucket's length), else each side to its longest row."""
     return Batch(
-        src=_pad([[*s, EOS] for s, _ in pairs]),
-        tgt_in=_pad([[BOS, *t] for _, t in pairs]),
-        labels=_pad([[*t, EOS] for _, t in pairs]),
+        src=_pad([[*s, EOS] for s, _ in pairs], width),
+        tgt_in=_pad([[BOS, *t] for _, t in pairs], width),
+        labels=_pad([[*t, EOS] for _, t in pairs], width),
     )
 
 
-def group_by_tokens(
-    src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: int, max_sentences: int | None = None
-) -> list[np.ndarray]:
-    """Index groups, each of n sentences with n * max(longest source, longest target) <= batch_tokens
-    (lengths here include the EOS/BOS the batch adds). Sentences are taken in order of length so padding
-    stays small; a sentence longer than batch_tokens alone gets a batch of its own."""
-    src_lens, tgt_lens = np.asarray(src_lens) + 1, np.asarray(tgt_lens) + 1
-    order = np.lexsort((src_lens, tgt_lens))
-    groups: list[np.ndarray] = []
-    start, longest = 0, 0
-    for pos, idx in enumerate(order):
-        longest_with = max(longest, src_lens[idx], tgt_lens[idx])
-        n = pos - start + 1
-        full = n > 1 and (longest_with * n > batch_tokens or (max_sentences and n > max_sentences))
-        if full:
-            groups.append(order[start:pos])
-            start, longest_with = pos, max(src_lens[idx], tgt_lens[idx])
-        longest = longest_with
-    if start < len(order):
-        groups.append(order[start:])
+def bucket_groups(
+    src_lens: Sequence[int],
+    tgt_lens: Sequence[int],
+    batch_tokens: int,
+    batch_size: int = 1,
+    order: Sequence[int] | None = None,
+) -> list[tuple[int, np.ndarray]]:
+    """Whole batches of one shape per length bucket, as (padded length L, sentence indices).
+
+    A pair goes to the bucket of its longer side (EOS/BOS counted) rounded up to a multiple of BUCKET;
+    a bucket is cut into batches of batch_tokens // L sentences (`batch_size` when batch_tokens is 0),
+    each padded to L on both sides, so n * L <= batch_tokens and a bucket has one (n, L) shape. The
+    sentences left over in a bucket (fewer than a batch) are dropped: no odd-sized tail batch, and at
+    most max_len / BUCKET shapes. `order` is the order sentences are taken in within a bucket (a seeded
+    permutation per epoch changes which ones are left over); default: by index."""
+    lens = np.maximum(np.asarray(src_lens), np.asarray(tgt_lens)) + 1
+    order = np.arange(len(lens)) if order is None else np.asarray(order)
+    keys = np.array([bucket(n) for n in lens[order]], dtype=int)
+    groups = []
+    for width in np.unique(keys):
+        members = order[keys == width]
+        n = max(1, batch_tokens // width) if batch_tokens else batch_size
+        groups += [(int(width), members[i : i + n]) for i in range(0, len(members) - n + 1, n)]
     return groups
+
+
+def shapes_first(widths: Sequence[int], order: np.ndarray) -> np.ndarray:
+    """`order` (batch indices) with the first batch of every distinct width moved to the front, in order
+    of appearance: a warm-up of that many steps then meets every shape the timed windows will see."""
+    seen: set[int] = set()
+    first = []
+    for i in order:
+        if widths[i] not in seen:
+            seen.add(widths[i])
+            first.append(i)
+    chosen = set(first)
+    return np.array(first + [i for i in order if i not in chosen], dtype=int)
 
 
 def synthetic_pairs(
@@ -106,26 +136,39 @@ def synthetic_pairs(
 
 
 class TokenBatches:
-    """Endless token-count batches over encoded pairs: groups formed once, visited in a new random order
-    every epoch (fairseq's behaviour). Pads each batch on the fly."""
+    """Endless whole batches of bounded shapes over encoded pairs (`bucket_groups`): formed once,
+    visited in a new random order every epoch (fairseq's behaviour); the first epoch starts with one
+    batch of each shape (`shapes_first`), so a warm-up of `shapes` steps compiles/autotunes them all.
+    Pads each batch on the fly."""
 
     def __init__(
         self,
         pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
         batch_tokens: int,
         seed: int = 0,
-        max_sentences: int | None = None,
+        batch_size: int = 1,
     ) -> None:
         self.pairs = pairs
-        self.groups = group_by_tokens(
-            [len(s) for s, _ in pairs], [len(t) for _, t in pairs], batch_tokens, max_sentences
+        self.groups = bucket_groups(
+            [len(s) for s, _ in pairs], [len(t) for _, t in pairs], batch_tokens, batch_size
         )
+        if not self.groups:
+            raise ValueError(f"{len(pairs)} sentence pairs fill no whole batch of {batch_tokens} tokens")
         self.rng = np.random.default_rng(seed)
+
+    @property
+    def shapes(self) -> int:
+        """Distinct batch shapes (one per length bucket)."""
+        return len({width for width, _ in self.groups})
 
     def __len__(self) -> int:
         return len(self.groups)
 
     def __iter__(self) -> Iterator[Batch]:
+        widths = [width for width, _ in self.groups]
+        order = shapes_first(widths, self.rng.permutation(len(self.groups)))
         while True:
-            for g in self.rng.permutation(len(self.groups)):
-                yield make_batch([self.pairs[i] for i in self.groups[g]])
+            for g in order:
+                width, members = self.groups[g]
+                yield make_batch([self.pairs[i] for i in members], width)
+            order = self.rng.permutation(len(self.groups))

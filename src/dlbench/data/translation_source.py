@@ -23,7 +23,7 @@ from dlbench.config import ConfigError
 from dlbench.data.bpe import BPE, train_bpe
 from dlbench.data.parallel_text import APT_INSTALL, CorpusMissing, corpus_files, read_pairs
 from dlbench.data.synthetic import HostBatch
-from dlbench.data.token_batches import Batch, TokenBatches, make_batch, synthetic_pairs
+from dlbench.data.token_batches import Batch, TokenBatches, synthetic_pairs
 
 PARALLEL_TEXT = "parallel_text"
 SYNTHETIC_PAIRS = 4096  # distinct synthetic sentences a run cycles through
@@ -68,6 +68,8 @@ def check_corpus(job: Any) -> dict[str, Any]:
             f"(it needs `{APT_INSTALL}`) or point dataset.path at a two-file corpus"
         )
     corpus_files(path, src, tgt, split_for(job))
+    if job.mode == "converge":  # BLEU on the held-out pairs (data/translation_epochs.py)
+        corpus_files(path, src, tgt, "valid")
     job.dataset.path = str(path)
     return {"dataset.path": str(path), "dataset.languages": f"{src}-{tgt}"}
 
@@ -90,27 +92,31 @@ def _pairs(job: Any, rng: np.random.Generator) -> list:
     return _corpus_pairs(job)
 
 
-def _batches(job: Any, pairs: list, rng: np.random.Generator) -> Iterator[Batch]:
-    if job.model.batch_tokens:
-        yield from TokenBatches(pairs, job.model.batch_tokens, seed=int(rng.integers(1 << 31)))
-        return
-    n = job.batch_size
-    while True:
-        order = rng.permutation(len(pairs))
-        for start in range(0, len(order) - n + 1, n):
-            yield make_batch([pairs[i] for i in order[start : start + n]])
-
-
 def host_batch(batch: Batch, train: bool) -> HostBatch:
     units = batch.target_tokens if train else batch.sentences * batch.tgt_in.shape[1]
     return HostBatch({"src": batch.src, "tgt_in": batch.tgt_in}, {"tgt_out": batch.labels}, units)
 
 
-def translation_batches(job: Any, spec: Any) -> Iterator[HostBatch]:
-    """TaskSpec.batches of the translation task: endless host batches for this job."""
-    rng = np.random.default_rng(0)
-    pairs = _pairs(job, rng)
-    if len(pairs) < (1 if job.model.batch_tokens else job.batch_size):
-        raise ConfigError(f"dataset={job.dataset.name}: {len(pairs)} sentence pairs, fewer than one batch")
-    train = job.mode != "infer"
-    return (host_batch(b, train) for b in _batches(job, pairs, rng))
+class TranslationBatches:
+    """TaskSpec.batches of the translation task: endless host batches for one job, of `shapes` distinct
+    shapes, one batch of each first (the skeleton warms up at least that many steps)."""
+
+    def __init__(self, job: Any, spec: Any = None) -> None:
+        rng = np.random.default_rng(0)
+        pairs = _pairs(job, rng)
+        cfg = job.model
+        try:
+            self.batches = TokenBatches(pairs, cfg.batch_tokens, int(rng.integers(1 << 31)), job.batch_size)
+        except ValueError as exc:
+            raise ConfigError(
+                f"dataset={job.dataset.name}: {exc}; use more pairs or a smaller batch"
+            ) from None
+        self.shapes = self.batches.shapes
+        self.train = job.mode != "infer"
+        self._it = iter(self.batches)
+
+    def __iter__(self) -> Iterator[HostBatch]:
+        return self
+
+    def __next__(self) -> HostBatch:
+        return host_batch(next(self._it), self.train)

@@ -91,7 +91,11 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
     so the worker reads exactly the folder checked here and MLflow records it.
     """
     ds = job.dataset
-    if ds.name == "movielens" or (job.model.task == "recommendation" and ds.name != "synthetic"):
+    if (
+        ds.format == "ratings"
+        or ds.name == "movielens"
+        or (job.model.task == "recommendation" and ds.name != "synthetic")
+    ):
         return check_movielens(job)  # ratings, not images: data/movielens.py
     if ds.name == "synthetic":
         if job.mode == "data":

@@ -28,7 +28,9 @@ from dlbench.report.load import JobRow
 FRACTION_METRICS = ("accuracy", "hr10", "map", "map50")
 VERDICT_RULE = (
     "Final metric: mean ± sample standard deviation over seeds (one run per seed; each seed fixes data "
-    "order, augmentation and initial weights, identical across frameworks). A reduced precision is said "
+    "order and augmentation, identical across frameworks, and the initial weights: the same numbers in "
+    "every framework where the model draws them from the seed, else the framework's own RNG seeded, as "
+    "each run's tag run.init says). A reduced precision is said "
     "to gain or lose against fp32 only when the two seed ranges (lowest to highest final value) do not "
     "overlap; overlapping ranges read as a match within the seed spread. A configuration needs two seeds "
     "or more for a verdict, and one with a NaN or inf loss or metric is never counted as a match."

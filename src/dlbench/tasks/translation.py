@@ -31,6 +31,8 @@ class TranslationConfig(ModelConfig):
     lengths: str = "lognormal"  # synthetic sentence lengths: lognormal (measured shape) | fixed (= max_len)
     max_len: int = 64  # longest sentence kept (tokens); synthetic fixed length; FLOP-count length
     dropout: float = 0.1
+    warmup: int = WARMUP  # Adam's warm-up steps (the paper: 4,000)
+    lr: float | None = None  # peak learning rate; null = the paper's d_model^-0.5 * warmup^-0.5
 
     def check(self) -> list[tuple[bool, str]]:
         return [
@@ -48,6 +50,8 @@ class TranslationConfig(ModelConfig):
                 f"model.batch_tokens={self.batch_tokens}: must exceed model.max_len={self.max_len}",
             ),
             (0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout}: must be in [0, 1)"),
+            (self.warmup >= 1, f"model.warmup={self.warmup}: must be 1 or more"),
+            (self.lr is None or self.lr > 0, f"model.lr={self.lr}: must be > 0 (or null: the paper's)"),
         ]
 
 
@@ -57,7 +61,8 @@ def model_size(cfg: TranslationConfig) -> TransformerSize:
 
 
 def spec(cfg: TranslationConfig) -> TaskSpec:
-    from dlbench.data.translation_source import translation_batches
+    from dlbench.data.translation_epochs import TranslationEpochs
+    from dlbench.data.translation_source import TranslationBatches
 
     def ids(axis: str) -> TensorSpec:
         return TensorSpec((axis,), "int32", FIRST_ID, cfg.vocab)
@@ -72,15 +77,16 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         metric="bleu",
         optimizer=OptimizerSpec(
             "adam",
-            lr=peak_lr(d_model, WARMUP),
+            lr=cfg.lr or peak_lr(d_model, cfg.warmup),
             betas=(0.9, 0.98),
             eps=1e-9,
-            warmup_steps=WARMUP,
+            warmup_steps=cfg.warmup,
             decay="inverse_sqrt",
         ),  # fmt: skip
         unit="target tokens",
         count_units=count_nonzero("tgt_out"),
         axes={"src_len": cfg.max_len, "tgt_len": cfg.max_len},
-        batches=translation_batches,
+        batches=TranslationBatches,
         infer_unit="generated tokens",
+        memory_source=TranslationEpochs,
     )

@@ -139,7 +139,11 @@ class MXNetBench(SpecBench):
         s = self.spec
         return Batch(
             tuple(self._array(host.inputs[k], t.is_float, False) for k, t in s.inputs.items()),
-            tuple(self._array(host.targets[k], t.is_float, True) for k, t in s.targets.items()),
+            tuple(
+                self._array(host.targets[k], t.is_float, True)
+                for k, t in s.targets.items()
+                if k in host.targets  # absent: the step makes them (device negatives)
+            ),
             host.units,
         )
 
@@ -172,7 +176,10 @@ class MXNetBench(SpecBench):
         dlbench.eval): outside autograd.record, i.e. predict mode, in the job's precision."""
         inputs = self._cast_inputs(self._to_device(host)).inputs
         out = self._infer(self.net, inputs) if self._infer is not None else self.net(*inputs)
-        outs = tuple(mx.nd.amp_cast(o, dtype=np.float32).asnumpy() for o in as_outputs(out))
+        outs = tuple(
+            o if isinstance(o, np.ndarray) else mx.nd.amp_cast(o, dtype=np.float32).asnumpy()  # numpy: ids
+            for o in as_outputs(out)
+        )
         return outs[0] if len(outs) == 1 else outs
 
     # ---- the step ------------------------------------------------------------------------------
@@ -181,14 +188,16 @@ class MXNetBench(SpecBench):
         if not self.train:  # outside autograd.record: predict mode (BN statistics, no dropout)
             self._out = self._infer(self.net, batch.inputs) if self._infer else self.net(*batch.inputs)
             return
+        inputs, targets = self.with_negatives(batch.inputs, batch.targets)
         with mx.autograd.record():
-            outs = as_outputs(self.net(*batch.inputs))
+            outs = as_outputs(self.net(*inputs))
             if self.prec.param_name != "float32":  # the loss (softmax + log...) in float32
                 outs = tuple(mx.nd.amp_cast(o, dtype=np.float32) for o in outs)
-            loss = self.loss_fn(*outs, *batch.targets)
+            loss = self.loss_fn(*outs, *targets)
         self.prec.backward(loss)
+        # per-sample losses are averaged over the rows really trained on (NCF: positives + negatives);
         # a loss that is already its batch's mean (e.g. per target token) is not divided again
-        self.trainer.step(1 if getattr(self.loss_fn, "normalized", False) else self.job.batch_size)
+        self.trainer.step(1 if getattr(self.loss_fn, "normalized", False) else loss.shape[0])
         self._loss = loss
 
     def sync(self) -> None:

@@ -74,7 +74,11 @@ class TorchBench(SpecBench):
         spec = self.spec
         return Batch(
             tuple(self._tensor(host.inputs[k], t.is_float) for k, t in spec.inputs.items()),
-            tuple(self._tensor(host.targets[k], t.is_float) for k, t in spec.targets.items()),
+            tuple(
+                self._tensor(host.targets[k], t.is_float)
+                for k, t in spec.targets.items()
+                if k in host.targets
+            ),
             host.units,
         )
 
@@ -91,15 +95,19 @@ class TorchBench(SpecBench):
             self.probe.remove()
 
     def _step(self, batch: Batch) -> None:
+        # The probed first step runs eagerly: compiled with the probe's hooks, the graph would be compiled
+        # again once they are removed (dynamo guards on a module's hooks), doubling the compile time.
+        model = self.model if self.probe.active else self.run_model
         if not self.train:
             with torch.inference_mode(), self.prec.autocast():
                 if self._infer is not None:
-                    self._infer(self.run_model, batch.inputs)
+                    self._infer(model, batch.inputs)
                 else:
-                    self.run_model(*batch.inputs)
+                    model(*batch.inputs)
             return
+        inputs, targets = self.with_negatives(batch.inputs, batch.targets)
         with self.prec.autocast():
-            loss = self.loss_fn(self.run_model(*batch.inputs), *batch.targets)
+            loss = self.loss_fn(model(*inputs), *targets)
         self.opt.zero_grad(set_to_none=True)
         scaler = self.prec.scaler
         if scaler is not None:
@@ -127,7 +135,10 @@ class TorchBench(SpecBench):
                 )
         finally:
             self.model.train(self.train)
-        outs = tuple(o.float().cpu().numpy() for o in (out if isinstance(out, (tuple, list)) else (out,)))
+        outs = tuple(
+            o if isinstance(o, np.ndarray) else o.float().cpu().numpy()  # numpy: e.g. decoded ids
+            for o in (out if isinstance(out, (tuple, list)) else (out,))
+        )
         return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:

@@ -29,6 +29,7 @@ from dlbench.backends.neumf_layout import (
     weight_shapes,
 )
 from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
+from dlbench.tasks.spec import TaskSpec
 
 nn = mx.gluon.nn
 
@@ -88,6 +89,20 @@ def build_model(cfg: RecommendationConfig, train: bool = True) -> NeuMF:
 
 def initialize(net: NeuMF, cfg: RecommendationConfig, ctx: Any) -> None:
     net.initialize(ctx=ctx)
+
+
+def add_negatives(inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:
+    """A mode=train step's batch from its positives (users, items), on their context, as DLE's training
+    loop does: `spec.device_negatives` negatives per positive, each the positive's user with an item drawn
+    uniformly by MXNet's RNG (a drawn item may be one of the user's positives: tolerated, as in DLE);
+    labels 1 for the positives, then 0. Returns ((users, items), (labels,))."""
+    users, items = inputs
+    k, num_items = spec.device_negatives, int(spec.inputs["item"].high)
+    count, ctx = users.shape[0] * k, users.context
+    negatives = mx.nd.random.randint(0, num_items, shape=(count,), ctx=ctx, dtype=items.dtype)
+    labels = mx.nd.concat(mx.nd.ones(users.shape[0], ctx=ctx), mx.nd.zeros(count, ctx=ctx), dim=0)
+    all_users = mx.nd.concat(users, mx.nd.tile(users, reps=(k,)), dim=0)
+    return (all_users, mx.nd.concat(items, negatives, dim=0)), (labels,)
 
 
 def _params(net: NeuMF) -> dict[str, tuple[Any, bool]]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import layers, ops
 
 from dlbench.backends.neumf_layout import (
@@ -29,6 +30,7 @@ from dlbench.backends.neumf_layout import (
     weight_shapes,
 )
 from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
+from dlbench.tasks.spec import TaskSpec
 
 
 def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
@@ -83,6 +85,19 @@ def _neumf(
     )(x)
     logits = layers.Activation("linear", dtype="float32", name="logits_f32")(x)
     return keras.Model([users, items], logits, name="neumf")
+
+
+def add_negatives(inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:
+    """A mode=train step's batch from its positives (users, items), traced into the step's tf.function so
+    it runs on the device every call, as DLE's training loop does: `spec.device_negatives` negatives per
+    positive, each the positive's user with an item drawn uniformly by TensorFlow's RNG (a drawn item may
+    be one of the user's positives: tolerated, as in DLE); labels 1 for the positives, then 0."""
+    users, items = inputs
+    k, num_items = spec.device_negatives, int(spec.inputs["item"].high)
+    count = tf.shape(users)[0] * k
+    negatives = tf.random.uniform([count], 0, num_items, dtype=items.dtype)
+    labels = tf.concat([tf.ones(tf.shape(users), tf.float32), tf.zeros([count], tf.float32)], 0)
+    return (tf.concat([users, tf.tile(users, [k])], 0), tf.concat([items, negatives], 0)), (labels,)
 
 
 def _variables(model: keras.Model) -> dict:

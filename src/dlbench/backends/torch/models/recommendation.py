@@ -29,6 +29,7 @@ from dlbench.backends.neumf_layout import (
     weight_shapes,
 )
 from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
+from dlbench.tasks.spec import TaskSpec
 
 
 class NeuMF(nn.Module):
@@ -74,6 +75,20 @@ class NeuMF(nn.Module):
 def build_model(cfg: RecommendationConfig) -> NeuMF:
     """NeuMF for the family config, on the CPU in float32 (the bench moves it and picks the precision)."""
     return NeuMF(*table_sizes(cfg), cfg.factors, cfg.mlp_layers, cfg.dropout)
+
+
+def add_negatives(inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:
+    """A mode=train step's batch from its positives (users, items), on their device, as DLE's training
+    loop does: `spec.device_negatives` negatives per positive, each the positive's user with an item drawn
+    uniformly by torch's RNG (a drawn item may be one of the user's positives: tolerated, as in DLE);
+    labels 1 for the positives, then 0. Returns ((users, items), (labels,))."""
+    users, items = inputs
+    k, num_items = spec.device_negatives, int(spec.inputs["item"].high)
+    negatives = torch.randint(0, num_items, (users.numel() * k,), device=items.device, dtype=items.dtype)
+    labels = torch.cat(
+        (torch.ones(users.numel(), device=users.device), torch.zeros(negatives.numel(), device=users.device))
+    )
+    return (torch.cat((users, users.repeat(k))), torch.cat((items, negatives))), (labels,)
 
 
 def _tensor(model: NeuMF, name: str) -> tuple[torch.Tensor, bool]:
