@@ -221,3 +221,12 @@ def test_an_accuracy_only_sweep_has_no_speed_findings(store: dict, tmp_path: Pat
     assert "## Findings" not in md and "## Accuracy" in md
     assert "No reduced precision was run beside fp32" in md
     assert _cell(rep, "fashion_mnist", "torch", "fp32").mean == pytest.approx(0.86)
+
+
+def test_the_throughput_column_names_the_tasks_unit(report) -> None:
+    from dataclasses import replace
+
+    task = next(t for t in report.accuracy.tasks if t.dataset == "digits")
+    assert "train throughput (samples/s)" in accuracy_table(task).headers
+    cells = [replace(c, runs=[replace(j, unit="target tokens") for j in c.runs]) for c in task.cells]
+    assert "train throughput (target tokens/s)" in accuracy_table(replace(task, cells=cells)).headers

@@ -56,6 +56,7 @@ def _flag(cell: Cell) -> str:
 
 def accuracy_table(task: Task) -> Table:
     target = DASH if math.isnan(task.target) else f"{task.target:g}"
+    unit = next((c.runs[0].unit for c in task.cells if c.runs), "samples")  # e.g. target tokens
     headers = [
         "framework",
         "precision",
@@ -66,7 +67,7 @@ def accuracy_table(task: Task) -> Table:
         f"epochs to {target}",
         f"time to {target} (s)",
         "train time (s)",
-        "train throughput (samples/s)",
+        f"train throughput ({unit}/s)",
         "flag",
     ]
     rows = [
