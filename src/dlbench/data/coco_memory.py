@@ -30,7 +30,7 @@ from PIL import Image
 from dlbench.config import ConfigError, JobConfig
 from dlbench.core.bench import Batch
 from dlbench.data.coco import MAKE_HINT, CocoSplit, resolve_split
-from dlbench.data.epochs import EpochPlan
+from dlbench.data.epochs import EpochPlan, EpochSource
 from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, encode_batch
 from dlbench.data.synthetic import HostBatch
 from dlbench.tasks.spec import TaskSpec
@@ -112,7 +112,7 @@ def hflip(images: np.ndarray, boxes: list[np.ndarray], flip: np.ndarray) -> tupl
     return images, boxes
 
 
-class CocoMemorySource:
+class CocoMemorySource(EpochSource):
     """The bench's source for dataset.format=coco_memory (the interface of data/memory_source.py)."""
 
     def __init__(self, job: JobConfig, spec: TaskSpec, to_device: Callable[[HostBatch], Batch]) -> None:
@@ -125,15 +125,14 @@ class CocoMemorySource:
         self.steps_per_epoch = self.plan.steps(len(self.train.images))
         self.to_device = to_device
         self.names = (next(iter(spec.inputs)), *spec.targets)  # image, loc, labels
-        self.epoch = 0
-        self._batches = self._endless()
+        self.start()
 
     def _host(self, images: np.ndarray, boxes: list, labels: list) -> HostBatch:
         loc, cls = encode_batch(boxes, labels, self.dboxes)
         image, loc_name, labels_name = self.names
         return HostBatch({image: normalize(images)}, {loc_name: loc, labels_name: cls}, len(images))
 
-    def _epoch(self, epoch: int) -> Iterator[HostBatch]:
+    def epoch_batches(self, epoch: int) -> Iterator[HostBatch]:
         t, bs = self.train, self.plan.batch_size
         n = len(t.images)
         order, flips = self.plan.order(epoch, n), self.plan.flips(epoch, n)
@@ -142,16 +141,6 @@ class CocoMemorySource:
             idx = order[pick]
             images, boxes = hflip(t.images[idx], [t.boxes[i] for i in idx], flips[pick])
             yield self._host(images, boxes, [t.labels[i] for i in idx])
-
-    def _endless(self) -> Iterator[HostBatch]:
-        epoch = 0
-        while True:
-            self.epoch = epoch
-            yield from self._epoch(epoch)
-            epoch += 1
-
-    def next(self) -> Batch:
-        return self.to_device(next(self._batches))
 
     def eval_batches(self, batch_size: int) -> Iterator[HostBatch]:
         """The held-out split, every image once, in annotation-file order (host batches: the bench predicts)."""
@@ -184,9 +173,6 @@ class CocoMemorySource:
             "normalize": "ImageNet mean/std per channel (DLE); resized square, aspect not kept",
             "default_boxes": self.dboxes.count,
         }
-
-    def close(self) -> None:
-        self._batches.close()
 
 
 def check_memory_set(job: JobConfig) -> dict[str, Any]:

@@ -12,8 +12,9 @@ computed once in float64 (the test split is normalised with the training statist
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,35 @@ from dlbench.config import ConfigError
 from dlbench.data.seeds import stream
 
 LAYOUTS = ("nchw", "nhwc")
+
+
+class EpochSource:
+    """What every in-memory source of mode=converge shares: one endless stream of host batches, epoch after
+    epoch in the seed's order (the subclass's `epoch_batches(epoch)`), each put on the device by the bench's
+    `to_device` when the step asks for it. `epoch` is the epoch the last batch came from. A subclass calls
+    `start()` at the end of its __init__ and adds `steps_per_epoch`, `eval_batches`, `eval_labels`, `facts`."""
+
+    to_device: Callable[[Any], Any]
+
+    def start(self) -> None:
+        self.epoch = 0
+        self._batches = self._endless()
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def _endless(self) -> Iterator[Any]:
+        epoch = 0
+        while True:
+            self.epoch = epoch
+            yield from self.epoch_batches(epoch)
+            epoch += 1
+
+    def next(self) -> Any:
+        return self.to_device(next(self._batches))
+
+    def close(self) -> None:
+        self._batches.close()
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from typing import Any
 
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
-from dlbench.data.epochs import EpochPlan, Normalizer, eval_batches
+from dlbench.data.epochs import EpochPlan, EpochSource, Normalizer, eval_batches
 from dlbench.data.small_images import load_image_set
 from dlbench.data.synthetic import HostBatch
 from dlbench.tasks.spec import TaskSpec
 
 
-class MemorySource:
+class MemorySource(EpochSource):
     def __init__(self, job: JobConfig, spec: TaskSpec, to_device: Callable[[HostBatch], Batch]) -> None:
         ds = job.dataset
         self.data = load_image_set(ds.name, ds.path).limit(ds.num_samples, ds.eval_samples)
@@ -28,23 +28,15 @@ class MemorySource:
         self.steps_per_epoch = self.plan.steps(len(self.data.train_labels))
         self.to_device = to_device
         self.input_name, self.target_name = next(iter(spec.inputs)), next(iter(spec.targets))
-        self.epoch = 0  # the epoch the last batch came from
-        self._batches = self._endless()
+        self.start()
 
-    def _endless(self) -> Iterator[tuple[Any, Any]]:
-        epoch = 0
-        while True:
-            self.epoch = epoch
-            yield from self.plan.train_batches(
-                self.data.train_images, self.data.train_labels, epoch, self.normalize
-            )
-            epoch += 1
+    def epoch_batches(self, epoch: int) -> Iterator[HostBatch]:
+        d = self.data
+        for x, y in self.plan.train_batches(d.train_images, d.train_labels, epoch, self.normalize):
+            yield self._host(x, y)
 
     def _host(self, x: Any, y: Any) -> HostBatch:
         return HostBatch({self.input_name: x}, {self.target_name: y}, len(y))
-
-    def next(self) -> Batch:
-        return self.to_device(self._host(*next(self._batches)))
 
     def eval_batches(self, batch_size: int) -> Iterator[HostBatch]:
         """The held-out split, every sample once, in file order (host batches: the bench predicts)."""
@@ -66,6 +58,3 @@ class MemorySource:
             "eval_samples": len(self.data.test_labels),
             "normalize": f"(x/{self.normalize.pixel_max:g} - {self.normalize.mean:.4f}) / {self.normalize.std:.4f}",
         }
-
-    def close(self) -> None:
-        self._batches.close()

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.config import ConfigError, JobConfig
+from dlbench.data.epochs import EpochSource
 from dlbench.data.interactions import InteractionsError, find_ratings_file, leave_one_out, read_interactions
 from dlbench.data.negatives import EVAL_NEGATIVES, evaluation_candidates, training_samples
 from dlbench.data.seeds import stream
@@ -100,7 +101,7 @@ def samples_per_epoch(rows: int, users: int, job: JobConfig) -> int:
     return users * (1 + EVAL_NEGATIVES)
 
 
-class MovieLensSource:
+class MovieLensSource(EpochSource):
     """Batches of (user, item) ids from the ratings at dataset.path, made on the host and put on the device
     by the bench's `to_device`, and the held-out evaluation of mode=converge. What a batch holds depends on
     the mode (every batch the same size: static shapes for hybridized / traced steps; an epoch's last
@@ -132,8 +133,7 @@ class MovieLensSource:
         self.steps_per_epoch = samples // self.rows
         if self.steps_per_epoch < 1:  # check_movielens refuses such a job before it starts
             raise ValueError(f"an epoch of {samples} samples cannot fill a batch of {self.rows}")
-        self.epoch = 0  # the epoch the last batch came from
-        self._batches = self._endless()
+        self.start()
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(users, items, labels or None) of one epoch, in the order they are trained or scored on."""
@@ -162,18 +162,11 @@ class MovieLensSource:
             return HostBatch(inputs, {}, len(users) * (1 + self.negatives))
         return HostBatch(inputs, {"label": labels.astype(np.int32)}, len(users))
 
-    def _endless(self) -> Iterator[HostBatch]:
-        epoch = 0
-        while True:
-            self.epoch = epoch
-            users, items, labels = self._epoch(epoch)
-            for step in range(self.steps_per_epoch):
-                pick = slice(step * self.rows, (step + 1) * self.rows)
-                yield self._host(users[pick], items[pick], None if labels is None else labels[pick])
-            epoch += 1
-
-    def next(self) -> Any:
-        return self.to_device(next(self._batches))
+    def epoch_batches(self, epoch: int) -> Iterator[HostBatch]:
+        users, items, labels = self._epoch(epoch)
+        for step in range(self.steps_per_epoch):
+            pick = slice(step * self.rows, (step + 1) * self.rows)
+            yield self._host(users[pick], items[pick], None if labels is None else labels[pick])
 
     def eval_batches(self, n: int) -> Iterator[HostBatch]:
         """The evaluation candidates of `n` users per batch (n x 101 pairs), user after user."""
@@ -202,6 +195,3 @@ class MovieLensSource:
                 f"{self.negatives} per positive, on the host, numpy, seed {self.seed} per epoch"
             )
         return facts
-
-    def close(self) -> None:
-        self._batches.close()

@@ -27,6 +27,7 @@ from dlbench.config import ConfigError
 from dlbench.core.bench import Batch
 from dlbench.core.transformer import PAD
 from dlbench.data.bpe import BPE, train_bpe
+from dlbench.data.epochs import EpochSource
 from dlbench.data.parallel_text import read_pairs
 from dlbench.data.seeds import stream
 from dlbench.data.synthetic import HostBatch
@@ -41,7 +42,7 @@ def decode_cap(src_width: int) -> int:
     return 2 * src_width + 8
 
 
-class TranslationEpochs:
+class TranslationEpochs(EpochSource):
     def __init__(self, job: Any, spec: Any, to_device: Callable[[HostBatch], Batch]) -> None:
         ds, cfg = job.dataset, job.model
         src, tgt = languages(ds.name)
@@ -68,8 +69,7 @@ class TranslationEpochs:
                 f"dataset={ds.name}: {len(self.pairs)} training pairs fill no whole batch of "
                 f"model.batch_tokens={cfg.batch_tokens}; use a smaller batch"
             )
-        self.epoch = 0
-        self._batches = self._endless()
+        self.start()
 
     def _fitting(self, pairs: Sequence[tuple[str, str]], keep_text: bool = False) -> list:
         """BPE-encoded pairs whose both sides fit max_len with their EOS/BOS (+ the target text)."""
@@ -92,16 +92,6 @@ class TranslationEpochs:
         for g in rng.permutation(len(groups)):
             width, members = groups[g]
             yield host_batch(make_batch([self.pairs[i] for i in members], width), train=True)
-
-    def _endless(self) -> Iterator[HostBatch]:
-        epoch = 0
-        while True:
-            self.epoch = epoch
-            yield from self.epoch_batches(epoch)
-            epoch += 1
-
-    def next(self) -> Batch:
-        return self.to_device(next(self._batches))
 
     def eval_batches(self, batch_size: int) -> Iterator[HostBatch]:
         """The held-out sources, each once, shortest first; the decoder input (all PAD) is as wide as the
@@ -132,6 +122,3 @@ class TranslationEpochs:
             "tokenizer": f"sentencepiece BPE, {self.bpe.vocab_size} pieces",
             "decoding": "greedy, up to 2 x longest source + 8 tokens",
         }
-
-    def close(self) -> None:
-        self._batches.close()
