@@ -10,7 +10,7 @@ else
 SWEEP ?= -m framework=tf,torch,mxnet precision=fp32,amp +experiment=quick_cpu
 endif
 
-.PHONY: setup run test test-fast lint format ui report parity clean server server-stop
+.PHONY: setup run test test-fast lint format ui report parity clean server server-stop coco-easy
 
 setup:
 	@DLBENCH_VENV=$(VENV) scripts/setup_env.sh
@@ -48,6 +48,11 @@ report: setup
 
 parity: setup
 	$(PY) scripts/parity.py
+
+# The easy generated COCO set +experiment=accuracy_ssd trains on (conf/experiment/accuracy_ssd.yaml says why).
+coco-easy: setup
+	$(PY) scripts/make_coco_dataset.py --out data/coco_easy --train 1024 --val 128 --objects shapes \
+		--classes 3 --max-objects 1 --object-size 0.4 0.8 --plain
 
 clean:
 	rm -rf outputs multirun .pytest_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -154,3 +155,15 @@ def test_each_framework_gets_its_own_schema_back_from_json(compose):
         assert type(job.framework) is cls and JobConfig.from_dict(job.to_dict()) == job
     tf = JobConfig.from_dict({"framework": {"name": "tf", "xla": True}}).to_dict()["framework"]
     assert tf == {"name": "tf", "python": None, "xla": True}  # no torch or mxnet keys logged as params
+
+
+def test_a_relative_dataset_path_is_found_from_any_directory(tmp_path, monkeypatch):
+    """Presets name data/... under the project (where the data scripts write); from another directory the
+    path falls back to the project root, while a path that exists where the user is wins."""
+    from dlbench.core.names import PROJECT_ROOT, project_relative
+
+    monkeypatch.chdir(tmp_path)
+    assert project_relative("conf/experiment") == PROJECT_ROOT / "conf" / "experiment"
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    assert project_relative("conf/experiment") == tmp_path / "conf" / "experiment"
+    assert project_relative("/nowhere/at/all") == Path("/nowhere/at/all")

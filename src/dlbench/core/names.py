@@ -1,17 +1,28 @@
 """Names every layer shares, in one place: paths, worker events, MLflow tags, summary metrics, thresholds.
 
 The orchestrator writes these names and the report (and scripts) read them back from the store, so a
-name spelled twice could drift; everything here is a plain constant (no imports beyond pathlib).
+name spelled twice could drift; everything here is a plain constant (no imports beyond pathlib and os), and one path rule.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 # ---- paths ---------------------------------------------------------------------------------------
 PROJECT_ROOT = Path(__file__).resolve().parents[3]  # the checkout: conf/, src/, the default store
 SRC_DIR = PROJECT_ROOT / "src"  # put on the worker's PYTHONPATH (it may run another interpreter)
 CONF_DIR = PROJECT_ROOT / "conf"
+
+
+def project_relative(raw: str) -> Path:
+    """A dataset path made absolute: a relative one not found from the working directory is taken from the
+    project root, where the setup and data scripts write (data/...), so presets work from any directory."""
+    path = Path(os.path.expandvars(os.path.expanduser(raw)))
+    if not path.is_absolute() and not path.exists():
+        path = PROJECT_ROOT / path
+    return path.absolute()
+
 
 # ---- worker -> orchestrator events (dlbench.events carries them) ----------------------------------
 HELLO = "hello"  # worker process is up: pid

@@ -24,7 +24,10 @@ from dlbench.config import ConfigError
 from dlbench.data import formats
 
 SPLITS = {"train": "train2017", "val": "val2017"}
-MAKE_HINT = "create a small set with `python scripts/make_coco_dataset.py --out DIR`"
+MAKE_HINT = (
+    "create a small set with `python scripts/make_coco_dataset.py --out DIR` "
+    "(the set of +experiment=accuracy_ssd: `make coco-easy`)"
+)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.config import ConfigError, JobConfig
+from dlbench.core.names import project_relative
 from dlbench.data.epochs import EpochSource
 from dlbench.data.interactions import InteractionsError, find_ratings_file, leave_one_out, read_interactions
 from dlbench.data.negatives import EVAL_NEGATIVES, evaluation_candidates, training_samples
@@ -28,18 +29,12 @@ from dlbench.data.seeds import stream
 from dlbench.data.synthetic import HostBatch
 from dlbench.tasks.recommendation import positives_per_step
 
-ROOT = Path(__file__).resolve().parents[3]  # the project: scripts/get_movielens100k.py writes under data/
-
 
 def resolve_movielens_path(job: JobConfig) -> Path:
-    """dataset.path (else $dataset.path_env); a relative path not found from the working directory is
-    taken from the project root, where the setup script puts data/movielens/ml-100k."""
+    """dataset.path (else $dataset.path_env), relative ones as core.names.project_relative takes them (the
+    setup script puts data/movielens/ml-100k under the project root)."""
     ds = job.dataset
-    raw = ds.path or (os.environ.get(ds.path_env) if ds.path_env else None) or ""
-    path = Path(os.path.expandvars(os.path.expanduser(raw)))
-    if not path.is_absolute() and not path.exists():
-        path = ROOT / path
-    return path.absolute()
+    return project_relative(ds.path or (os.environ.get(ds.path_env) if ds.path_env else None) or "")
 
 
 def check_movielens(job: JobConfig) -> dict[str, Any]:

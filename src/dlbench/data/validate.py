@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
+from dlbench.core.names import project_relative
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
 from dlbench.data.movielens import check_movielens
 from dlbench.data.small_images import check_image_set
@@ -192,7 +193,8 @@ def _check_data_settings(job: JobConfig) -> None:
 
 
 def resolve_path(job: JobConfig) -> str:
-    """dataset.path, else $dataset.path_env; must be an existing, non-empty file or folder."""
+    """dataset.path, else $dataset.path_env; must be an existing, non-empty file or folder (a relative path:
+    see core.names.project_relative)."""
     ds = job.dataset
     where = "dataset.path"
     raw = ds.path
@@ -203,7 +205,7 @@ def resolve_path(job: JobConfig) -> str:
         raise ConfigError(
             f"dataset={ds.name}: dataset.path is null{env}; set dataset.path=/path/to/{ds.name}"
         )
-    path = Path(os.path.expandvars(os.path.expanduser(raw))).absolute()
+    path = project_relative(raw)
     if not path.exists():
         raise ConfigError(f"dataset={ds.name}: {where}={raw} does not exist; point it at the dataset folder")
     if path.is_dir() and not any(p for p in path.iterdir() if not p.name.startswith(".")):
