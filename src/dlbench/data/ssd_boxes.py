@@ -208,6 +208,14 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+# DLE's postprocess settings (Encoder.decode_batch), shared by the numpy reference and every framework's
+# NMS variant so that model.postprocess=true does the same work everywhere.
+SCORE_THRESHOLD = 0.05  # class scores at or below are dropped
+IOU_THRESHOLD = 0.45  # NMS overlap
+MAX_PER_CLASS = 200  # candidates per class before NMS
+MAX_OUTPUT = 200  # detections per image after NMS
+
+
 def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:
     """Greedy non-maximum suppression: indices kept, by descending score (the reference the
     frameworks' NMS ops are checked against)."""
@@ -246,10 +254,10 @@ def postprocess(
     loc: np.ndarray,
     conf: np.ndarray,
     dboxes: DefaultBoxes,
-    score_threshold: float = 0.05,
-    iou_threshold: float = 0.45,
-    max_per_class: int = 200,
-    max_output: int = 200,
+    score_threshold: float = SCORE_THRESHOLD,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    max_output: int = MAX_OUTPUT,
 ) -> list[Detections]:
     """Decode + per-class NMS as DLE's Encoder.decode_batch does: softmax over classes, drop background
     and scores <= 0.05, keep each class's 200 best candidates, NMS at IoU 0.45, keep the 200 best overall."""

@@ -21,7 +21,15 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.models.classification import _BN, _Bottleneck, _conv
-from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.data.ssd_boxes import (
+    IOU_THRESHOLD,
+    MAX_OUTPUT,
+    MAX_PER_CLASS,
+    SCORE_THRESHOLD,
+    DefaultBoxes,
+    default_boxes_for,
+    valid_conv_pads,
+)
 from dlbench.tasks.detection import DetectionConfig
 
 nn = mx.gluon.nn
@@ -166,10 +174,10 @@ def postprocess(
     loc: Any,
     conf: Any,
     dboxes: DefaultBoxes,
-    score_threshold: float = 0.05,
-    iou_threshold: float = 0.45,
-    max_per_class: int = 200,
-    max_output: int = 200,
+    score_threshold: float = SCORE_THRESHOLD,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    max_output: int = MAX_OUTPUT,
 ) -> tuple[Any, Any, Any]:
     """DLE's decode + per-class NMS with MXNet's box_nms: softmax, each class's 200 best default boxes
     over the score threshold as rows (class id, score, box), NMS per class id, the 200 best per image.

@@ -22,7 +22,15 @@ import tensorflow as tf
 from keras import layers
 
 from dlbench.backends.tensorflow.models.classification import _bn, _bottleneck, _conv
-from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.data.ssd_boxes import (
+    IOU_THRESHOLD,
+    MAX_OUTPUT,
+    MAX_PER_CLASS,
+    SCORE_THRESHOLD,
+    DefaultBoxes,
+    default_boxes_for,
+    valid_conv_pads,
+)
 from dlbench.tasks.detection import DetectionConfig
 
 NUM_CLASSES = 81
@@ -127,10 +135,10 @@ def postprocess(
     loc,
     conf,
     dboxes: DefaultBoxes,
-    score_threshold: float = 0.05,
-    iou_threshold: float = 0.45,
-    max_per_class: int = 200,
-    max_output: int = 200,
+    score_threshold: float = SCORE_THRESHOLD,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    max_output: int = MAX_OUTPUT,
 ):
     """DLE's decode + per-class NMS with tf.image.combined_non_max_suppression: softmax, each class's
     200 best default boxes as that class's candidates (class-specific boxes, q = classes), NMS per

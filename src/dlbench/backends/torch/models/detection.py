@@ -24,7 +24,15 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, valid_conv_pads
+from dlbench.data.ssd_boxes import (
+    IOU_THRESHOLD,
+    MAX_OUTPUT,
+    MAX_PER_CLASS,
+    SCORE_THRESHOLD,
+    DefaultBoxes,
+    default_boxes_for,
+    valid_conv_pads,
+)
 from dlbench.tasks.detection import DetectionConfig
 
 NUM_CLASSES = 81
@@ -145,10 +153,10 @@ def postprocess(
     loc: torch.Tensor,
     conf: torch.Tensor,
     dboxes: DefaultBoxes,
-    score_threshold: float = 0.05,
-    iou_threshold: float = 0.45,
-    max_per_class: int = 200,
-    max_output: int = 200,
+    score_threshold: float = SCORE_THRESHOLD,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    max_output: int = MAX_OUTPUT,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """DLE's decode + per-class NMS for the whole batch at once with torchvision's batched_nms:
     softmax, each class's 200 best default boxes over the score threshold, NMS per (image, class),
