@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval
-
 from dlbench.data.ssd_boxes import DefaultBoxes, Detections, from_padded, postprocess
 
 if TYPE_CHECKING:
@@ -59,6 +56,11 @@ def to_coco_results(
 def coco_map(gt: dict, results: list[dict]) -> dict[str, float]:
     """{"map": mAP@[.5:.95], "map50": mAP@0.5} of COCO results against the ground truth (a COCO
     instances dict), over the ground truth's images. No detections score 0; non-finite ones NaN."""
+    # imported here: the orchestrator imports this module through converge.METRICS for every run, and
+    # only detection accuracy runs need pycocotools (a GPU image without it still runs everything else)
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
     if any(not all(map(math.isfinite, r["bbox"])) or not math.isfinite(r["score"]) for r in results):
         return {"map": math.nan, "map50": math.nan}
     if not results or not gt["annotations"]:
