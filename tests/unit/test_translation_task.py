@@ -92,13 +92,37 @@ def test_missing_corpus_and_bad_names_are_one_line(tmp_path):
 def test_host_source_counts_samples_per_unit_and_the_shapes_it_met():
     from dlbench.backends.skeleton import HostSource
 
-    source = HostSource(
-        TranslationBatches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None), lambda h: h
-    )
+    batches = TranslationBatches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None)
+    source = HostSource(batches, lambda h: h)
     for _ in range(4):
         source.next()
-    # 3 sentences of 15 tokens + EOS, all of one shape
-    assert source.facts() == {"samples_per_unit": round(1 / 16, 6), "batch_shapes": 1}
+    # 3 sentences of 15 tokens + EOS, all of one shape; synthetic: one epoch held as a pool
+    assert source.facts() == {
+        "samples_per_unit": round(1 / 16, 6),
+        "batch_shapes": 1,
+        "device_pool": len(batches.batches),
+    }
+
+
+def test_synthetic_batches_go_to_the_device_once_real_ones_every_step():
+    """Synthetic translation batches are placed before timing and cycled (no host copy in the step,
+    which waits for the GPU); a corpus's batches are placed at each step, as a user's loader does."""
+    from dlbench.backends.skeleton import HostSource
+
+    placed = []
+    batches = TranslationBatches(_job(batch_tokens=0, batch_size=3, lengths="fixed"), None)
+    source = HostSource(batches, lambda h: placed.append(h) or h)
+    epoch = len(batches.batches)
+    assert epoch > 1 and len(placed) == epoch  # all of them, before the first step
+    handed = [source.next() for _ in range(2 * epoch + 1)]
+    assert len(placed) == epoch  # none placed in the steps
+    assert handed[:epoch] == placed and handed[epoch : 2 * epoch] == placed  # cycled in order
+    assert source.units == sum(b.units for b in handed)
+
+    real = HostSource(iter(placed[:3]), lambda h: placed.append(h) or h)
+    assert not real.pool
+    real.next()
+    assert len(placed) == epoch + 1
 
 
 def test_warm_up_covers_every_batch_shape_before_the_timed_windows():

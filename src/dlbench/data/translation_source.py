@@ -99,7 +99,9 @@ def host_batch(batch: Batch, train: bool) -> HostBatch:
 
 class TranslationBatches:
     """TaskSpec.batches of the translation task: endless host batches for one job, of `shapes` distinct
-    shapes, one batch of each first (the skeleton warms up at least that many steps)."""
+    shapes, one batch of each first (the skeleton warms up at least that many steps). Synthetic data
+    announces a `pool` of one epoch's batches: the source puts them on the device once, before timing
+    (real data is padded and copied step by step, as a user's loader would)."""
 
     def __init__(self, job: Any, spec: Any = None) -> None:
         rng = np.random.default_rng(0)
@@ -112,6 +114,7 @@ class TranslationBatches:
                 f"dataset={job.dataset.name}: {exc}; use more pairs or a smaller batch"
             ) from None
         self.shapes = self.batches.shapes
+        self.pool = len(self.batches) if job.dataset.name == "synthetic" else 0
         self.train = job.mode != "infer"
         self._it = iter(self.batches)
 
