@@ -96,7 +96,10 @@ class HostSource:
         if not self.units:
             return {}
         pool = {"device_pool": len(self.pool)} if self.pool else {}
-        return {"samples_per_unit": round(self.samples / self.units, 6), "batch_shapes": len(self.seen)} | pool
+        return {
+            "samples_per_unit": round(self.samples / self.units, 6),
+            "batch_shapes": len(self.seen),
+        } | pool
 
     def close(self) -> None:
         self.batches, self.pool = iter(()), []

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from dlbench.data.ssd_boxes import DefaultBoxes, Detections, from_padded, postprocess
 
 if TYPE_CHECKING:
