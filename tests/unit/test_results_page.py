@@ -67,7 +67,10 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
 
 def log_job(client, eid: str, model: str, mode: str, precision: str, throughput: float, **extra) -> None:
     """A finished synthetic job of any model, as the worker records it (the optimizer in `run.optimizer`)."""
-    job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": precision}, "mode": mode})
+    task = {"transformer": {"task": "translation", "batch_tokens": extra.get("tokens", 5120)}}.get(model, {})
+    job = JobConfig.from_dict(
+        {"model": {"name": model, **task}, "precision": {"name": precision}, "mode": mode}
+    )
     job.device = "cuda"
     job.framework.compile = extra.get("compile_mode") is not None
     job.framework.compile_mode = extra.get("compile_mode") or "default"
@@ -88,6 +91,8 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
     log_job(client, eid, "ncf", "train", "bf16", 83.0e6, optimizer="adam/fused", batch=1048576)
     log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
     log_job(client, eid, "transformer", "infer", "bf16", 2000.0)
+    log_job(client, eid, "transformer", "train", "amp", 130e3, optimizer="adam/fused", tokens=5120)
+    log_job(client, eid, "transformer", "train", "amp", 530e3, optimizer="adam/fused", tokens=40960)
     log_job(client, eid, "resnet50", "train", "bf16", 6900.0, optimizer="sgd/fused", batch=256, compile_mode="reduce-overhead")  # fmt: skip
     log_job(client, eid, "resnet50", "train", "bf16", 7020.0, optimizer="sgd/fused", batch=384, compile_mode="reduce-overhead")  # fmt: skip
     bare = [
@@ -99,6 +104,10 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
          "batch": 1048576, "unit": "samples/s", "throughput": 79.0e6, "loss_finite": True},  # no harness job
         {"model": "transformer", "mode": "infer", "precision": "bf16", "compile": False, "optimizer": "fused",
          "unit": "generated tokens/s", "throughput": 1000.0, "loss_finite": False},  # void
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 40960, "unit": "target tokens/s", "throughput": 500e3, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 140e3, "loss_finite": True},
         {"model": "resnet50", "batch": 256, "precision": "bf16", "mode": "train", "compile": True,
          "compile_mode": "reduce-overhead", "optimizer": "fused", "samples_per_s": 6000.0},
     ]  # fmt: skip
@@ -115,6 +124,8 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
         "- [s] harness vs hand-written loop, NCF AMP infer: 190,000,000 vs 200,000,000 samples/s = 95.0% (goal ≥ 99%).",
         "- [s] harness vs hand-written loop, NCF BF16 train, Adam fused: 83,000,000 vs 80,000,000 samples/s = 103.8% (goal ≥ 99%).",
         "- [s] harness vs hand-written loop, ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 130,000 vs 140,000 target tokens/s = 92.9% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 530,000 vs 500,000 target tokens/s = 106.0% (goal ≥ 99%).",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 256: 6,900 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 384: 7,020 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
     ]  # fmt: skip

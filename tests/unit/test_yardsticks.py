@@ -118,3 +118,13 @@ def test_greedy_decoding_with_the_cache_equals_decoding_by_full_recomputation():
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "SAME True (3, 9)" in proc.stdout
+
+
+def test_transformer_masks_every_batch_unless_told_auto():
+    """The harness passes a key-padding mask on every batch; the yardstick does too by default (one
+    attention kernel on both sides), and `--mask auto` keeps the old mask-only-with-padding loop."""
+    fixed = ["--batch-tokens", "32", "--min-len", "16", "--max-len", "16"]
+    for mask in ("always", "auto"):
+        rc, r, err = bare("bare_transformer.py", *TINY, *fixed, *(["--mask", mask] if mask == "auto" else []))
+        assert rc == 0, err[-3000:]
+        assert r["mask"] == mask and math.isfinite(r["loss_last"])

@@ -87,6 +87,9 @@ def rows_from(name: str, db: Path) -> list[dict]:
             for col, src in COLUMNS:
                 kind, _, key = src.partition(":")
                 row[col] = derived[col] if not key else {"p": p, "m": m, "t": t}[kind].get(key)
+            tokens = p.get("model.batch_tokens")  # a translation batch is sized in tokens, not sentences
+            if tokens and tokens != "0":
+                row["batch"] = f"{tokens} tokens"
             loss = m.get("loss_last")
             row["diverged"] = loss is not None and not math.isfinite(loss)
             if row["diverged"]:
@@ -148,10 +151,13 @@ def _optimizer_label(optimizer: str) -> str:
 
 def _bare_matches(r: dict, b: dict) -> bool:
     """Does harness row r run the yardstick line b's configuration (model, mode, precision, compile mode,
-    the optimizer kernel in training, the batch where the yardstick names one)?"""
+    the optimizer kernel in training, the batch where the yardstick names one: in samples, or in tokens)?"""
     same_compile = r["compile"] == (b["compile_mode"] if b["compile"] else "-")
     same_opt = b["mode"] != "train" or r["optimizer"].rpartition("/")[2] == b["optimizer"]
-    same_batch = "batch" not in b or str(r["batch"]) == str(b["batch"])
+    if "batch_tokens" in b:
+        same_batch = str(r["batch"]) == f"{b['batch_tokens']} tokens"
+    else:
+        same_batch = "batch" not in b or str(r["batch"]) == str(b["batch"])
     return same_compile and same_opt and same_batch
 
 
