@@ -5,10 +5,10 @@ Transformer-base (Vaswani et al. 2017): post-norm, d_model 512, 8 heads, FFN 204
 sinusoidal positions, a shared 32,000-token vocabulary with tied input/output embeddings, no final encoder or
 decoder norm: 60,522,496 parameters. Attention is torch's scaled_dot_product_attention (causal flag in the
 decoder; a key-padding mask on every batch by default, as the harness passes one, since real batches are
-padded: without a mask torch picks its flash kernel, with one its memory-efficient kernel, and on an H200
-that choice alone may account for the harness outrunning this loop by 5% in training and 37% in decoding at
-40,960 tokens a step (session s5, fixed lengths, not yet re-measured; `--mask auto` masks only batches with
-padding, the old behaviour, so one command can time both)). Loss: label-smoothed (0.1) cross-entropy ignoring
+padded: without a mask torch picks its flash kernel, with one its memory-efficient kernel, the likely
+reason the harness decoded 37% faster than this loop on an H200 at 40,960 tokens a step (session s5, fixed
+lengths, not yet re-measured; `--mask auto` masks only batches with padding, the old behaviour, so one
+command can time both)). Loss: label-smoothed (0.1) cross-entropy ignoring
 padding; Adam (0.9, 0.98, eps 1e-9) with the paper's warm-up schedule.
 
 Synthetic data made once on the device: a pool of batches of `--batch-tokens // --max-len` sentence pairs,
@@ -95,7 +95,10 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 def ffn(d: int, d_ff: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d, d_ff), nn.ReLU(inplace=True), nn.Linear(d_ff, d))
+    # Not ReLU(inplace=True): in place on the view that Linear returns for 3-D input, autograd copies the
+    # (tokens x d_ff) activation about five more times per layer (CPU profile), which matches this loop
+    # trailing the harness by 4.8% (AMP, 40,960 tokens) and 1.9% (fp32) on an H200 (docs/results/h200_s5.md).
+    return nn.Sequential(nn.Linear(d, d_ff), nn.ReLU(), nn.Linear(d_ff, d))
 
 
 class EncoderLayer(nn.Module):
