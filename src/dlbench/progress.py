@@ -14,6 +14,7 @@ class Progress:
         self.unit = "samples"  # the task's throughput unit, once the worker has said it (built event)
         self.windows = windows
         self.k = steps_per_window
+        self.warmup = warmup_steps
         self.total = warmup_steps + windows * steps_per_window
         self._bar = None
         if sys.stderr.isatty():
@@ -28,6 +29,11 @@ class Progress:
             log.info("%s: %s", self.label, text)
 
     def warmup_step(self, step: int, of: int) -> None:
+        if of != self.warmup:  # the bench warms up longer (one step per batch shape): the bar grows
+            self.total += of - self.warmup
+            self.warmup = of
+            if self._bar is not None:
+                self._bar.total = self.total
         if self._bar is not None:
             self._bar.update(1)
             self._bar.set_postfix_str(f"warm-up {step}/{of}")
