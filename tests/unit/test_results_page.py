@@ -151,3 +151,41 @@ def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_p
         "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, SSD300 amp train, SGD fused: 1,520 vs 1,600 img/s "
         "= 95.0% (data_wait 1.0%, GPU util 90% vs 90%).",
     ]  # fmt: skip
+
+
+def test_parity_table_shows_each_cell_once_with_a_column_per_run(tmp_path):
+    """The by-cell table: one row per (model, mode, precision, compile, batch), one column per source that
+    paired any job, the cell's ratios there; batches in tokens are cells of their own."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
+    log_job(client, eid, "transformer", "train", "amp", 130e3, optimizer="adam/fused", tokens=5120)
+    log_job(client, eid, "transformer", "train", "amp", 530e3, optimizer="adam/fused", tokens=40960)
+    bare = [
+        {"model": "ncf", "mode": "infer", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 200.0e6, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 140e3, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 125e3, "loss_finite": True},
+    ]  # fmt: skip
+    bare_file = tmp_path / "bare.jsonl"
+    bare_file.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare))
+    empty = tmp_path / "none.jsonl"  # run "u" has a yardstick file without a matching line: no column
+    empty.write_text("")
+    out = tmp_path / "page"
+    sources = ["--source", "s", str(db), str(bare_file), "--source", "t", str(db), str(bare_file)]
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "src/report.py"), "page", *sources, "--source", "u", str(db), str(empty), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    at = md.index("## Harness vs yardstick by cell")
+    assert md[at + 2 : at + 7] == [
+        "| model | mode | precision | compile | batch | s | t |",
+        "|---|---|---|---|---|---|---|",
+        "| NCF | infer | AMP | - | 1048576 | 95.0% | 95.0% |",
+        "| Transformer | train | AMP | - | 5120 tokens | 92.9–104.0% | 92.9–104.0% |",
+        "",  # the 40,960-token job had no yardstick line of its batch: no row
+    ]
