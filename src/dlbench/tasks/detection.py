@@ -15,10 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlbench.data.detection_synthetic import random_ground_truth
-from dlbench.data.ssd_boxes import NUM_CLASSES, default_boxes_for, encode_batch
+from dlbench.data.ssd_boxes import ASPECT_RATIOS, NUM_CLASSES, default_boxes_for, encode_batch
 from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 
 MIN_IMAGE_SIZE = 32
+
+# The SSD300 network every framework builds (DLE's SSD v1.1), written once here:
+BOXES_PER_CELL = tuple(2 + 2 * len(r) for r in ASPECT_RATIOS)  # (4, 6, 6, 6, 4, 4) on 38, 19, 10, 5, 3, 1
+FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)  # channels of the six maps the heads see
+EXTRA_MID_CHANNELS = (256, 256, 128, 128, 128)  # the 1x1 bottleneck of each extra block
+RESNET_STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 1))  # ResNet-50 backbone: width, blocks, first stride
+NEG_POS_RATIO = 3  # hard negatives kept per positive box in the multibox loss
 
 
 @dataclass

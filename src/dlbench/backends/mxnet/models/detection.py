@@ -25,22 +25,23 @@ from dlbench.data.ssd_boxes import (
     IOU_THRESHOLD,
     MAX_OUTPUT,
     MAX_PER_CLASS,
+    NUM_CLASSES,
     SCORE_THRESHOLD,
     DefaultBoxes,
     default_boxes_for,
     valid_conv_pads,
 )
-from dlbench.tasks.detection import DetectionConfig
+from dlbench.tasks.detection import (
+    BOXES_PER_CELL,
+    EXTRA_MID_CHANNELS,
+    FEATURE_CHANNELS,
+    NEG_POS_RATIO,
+    RESNET_STAGES,
+    DetectionConfig,
+)
 
 nn = mx.gluon.nn
 HybridBlock = mx.gluon.HybridBlock
-
-NUM_CLASSES = 81
-BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)
-FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
-EXTRA_MID_CHANNELS = (256, 256, 128, 128, 128)
-NEG_POS_RATIO = 3
-RESNET_STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 1))  # width, blocks, first stride (conv4_x: 1)
 
 
 def _extra_block(cin: int, mid: int, cout: int, downsample: bool, prefix: str, pad: int = 0) -> Any:

@@ -28,18 +28,19 @@ from dlbench.data.ssd_boxes import (
     IOU_THRESHOLD,
     MAX_OUTPUT,
     MAX_PER_CLASS,
+    NUM_CLASSES,
     SCORE_THRESHOLD,
     DefaultBoxes,
     default_boxes_for,
     valid_conv_pads,
 )
-from dlbench.tasks.detection import DetectionConfig
-
-NUM_CLASSES = 81
-BOXES_PER_CELL = (4, 6, 6, 6, 4, 4)  # default boxes per cell of the 38, 19, 10, 5, 3, 1 maps
-FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
-EXTRA_MID_CHANNELS = (256, 256, 128, 128, 128)
-NEG_POS_RATIO = 3
+from dlbench.tasks.detection import (
+    BOXES_PER_CELL,
+    EXTRA_MID_CHANNELS,
+    FEATURE_CHANNELS,
+    NEG_POS_RATIO,
+    DetectionConfig,
+)
 
 
 def _extra_block(cin: int, mid: int, cout: int, downsample: bool, pad: int = 0) -> nn.Sequential:
