@@ -147,3 +147,15 @@ def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
     batches = TranslationBatches(_job(batch_tokens=5120, max_len=64, lengths="fixed"), None)
     assert batches.shapes == 1
     assert {next(batches).inputs["src"].shape for _ in range(60)} == {(80, 64)}
+
+
+def test_a_relative_corpus_path_not_found_here_is_taken_from_the_project_root(tmp_path, monkeypatch):
+    """README's `dataset.path=data/bible` works from any directory, as every other dataset's path does."""
+    from dlbench.core.names import PROJECT_ROOT
+    from dlbench.data.translation_source import corpus_path
+
+    monkeypatch.chdir(tmp_path)
+    job = _job(dataset={"name": "bible_es_en", "path": "conf/dataset", "format": "parallel_text"})
+    assert corpus_path(job) == PROJECT_ROOT / "conf" / "dataset"
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)  # found from the working directory: that one
+    assert corpus_path(job) == tmp_path / "conf" / "dataset"

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.config import ConfigError
+from dlbench.core.names import project_relative
 from dlbench.data.bpe import BPE, train_bpe
 from dlbench.data.parallel_text import APT_INSTALL, CorpusMissing, corpus_files, read_pairs
 from dlbench.data.synthetic import HostBatch
@@ -42,7 +43,8 @@ def languages(dataset_name: str) -> tuple[str, str]:
 
 
 def corpus_path(job: Any) -> Path:
-    """dataset.path, else $dataset.path_env; a missing corpus is one line with the command that makes it."""
+    """dataset.path, else $dataset.path_env (a relative one as core.names.project_relative takes it, like
+    every dataset's); a missing corpus is one line with the command that makes it."""
     ds = job.dataset
     raw = ds.path or (os.environ.get(ds.path_env) if ds.path_env else None)
     if not raw:
@@ -51,7 +53,7 @@ def corpus_path(job: Any) -> Path:
             f"dataset={ds.name}: dataset.path is null{env}; make the Bible corpus with `{PREPARE} --out DIR` "
             f"(it needs `{APT_INSTALL}`) and set dataset.path=DIR, or point it at a two-file corpus"
         )
-    return Path(os.path.expandvars(os.path.expanduser(raw))).absolute()
+    return project_relative(raw)
 
 
 def split_for(job: Any) -> str:
