@@ -104,5 +104,4 @@ def coco_map50(outputs: tuple, truth: DetectionTruth) -> dict[str, float]:
         [d.labels for d in dets],
         truth.gt,
     )
-    scores = coco_map(truth.gt, results)
-    return {"map50": scores["map50"], "map": scores["map"]}
+    return coco_map(truth.gt, results)
