@@ -151,7 +151,11 @@ def _optimizer_label(optimizer: str) -> str:
 
 def _bare_matches(r: dict, b: dict) -> bool:
     """Does harness row r run the yardstick line b's configuration (model, mode, precision, compile mode,
-    the optimizer kernel in training, the batch where the yardstick names one: in samples, or in tokens)?"""
+    the optimizer kernel in training, the batch where the yardstick names one: in samples, or in tokens)?
+    A Transformer line timed with `--mask auto` (no attention mask on unpadded batches: another kernel
+    than the harness's, kept to measure that difference) is no yardstick for it."""
+    if b.get("mask") == "auto":
+        return False
     same_compile = r["compile"] == (b["compile_mode"] if b["compile"] else "-")
     same_opt = b["mode"] != "train" or r["optimizer"].rpartition("/")[2] == b["optimizer"]
     if "batch_tokens" in b:
