@@ -178,7 +178,9 @@ def sinusoid(n: int, d: int) -> torch.Tensor:
 
 
 def greedy(model: Transformer, src: torch.Tensor, steps: int, padded: bool, encode, step) -> torch.Tensor:
-    """Greedy decoding with a preallocated key/value cache per decoder layer; returns (B, steps) token ids."""
+    """Greedy decoding with a preallocated key/value cache per decoder layer; returns (B, steps) token ids.
+    A sentence that has emitted EOS gets PAD from then on (the output a translation needs, and what the
+    harness does: three small ops a step), but decoding never stops early, so the work is fixed."""
     memory_kv, mask = encode(src, padded)
     b, dh = src.shape[0], model.d // model.heads
     k0 = memory_kv[0][0]
@@ -186,9 +188,11 @@ def greedy(model: Transformer, src: torch.Tensor, steps: int, padded: bool, enco
         (k0.new_empty(b, model.heads, steps, dh), k0.new_empty(b, model.heads, steps, dh)) for _ in model.dec
     ]
     tokens = torch.full((b,), BOS, dtype=torch.long, device=src.device)
+    done = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []
     for t in range(steps):
-        tokens = step(tokens, t, memory_kv, mask, caches).argmax(-1)
+        tokens = step(tokens, t, memory_kv, mask, caches).argmax(-1).masked_fill(done, PAD)
+        done |= tokens == EOS
         out.append(tokens)
     return torch.stack(out, 1)
 

@@ -96,8 +96,9 @@ def test_an_unknown_precision_is_refused_in_one_line():
 
 
 def test_greedy_decoding_with_the_cache_equals_decoding_by_full_recomputation():
-    """Each cached step must give the token the full (teacher-forced) decoder gives at that position; a wrong
-    cache index or mask would change the work the yardstick times and the tokens it emits."""
+    """Each cached step must give the token the full (teacher-forced) decoder gives at that position, and a
+    sentence gets PAD after its EOS (as in the harness's decoder); a wrong cache index or mask would change
+    the work the yardstick times and the tokens it emits."""
     script = f"""
         import sys, torch
         sys.path.insert(0, {str(SCRIPTS)!r})
@@ -111,6 +112,13 @@ def test_greedy_decoding_with_the_cache_equals_decoding_by_full_recomputation():
             tgt_in = torch.cat([torch.full((3, 1), bt.BOS), out[:, :-1]], 1)
             full = m(src, tgt_in, True).argmax(-1)
         print("SAME", bool((out == full).all()), tuple(out.shape))
+        # An EOS row like BOS's but longer: the (tied) network now ends sentences; PAD follows each EOS.
+        m.embed.weight.data[bt.EOS] = 1.5 * m.embed.weight.data[bt.BOS]
+        with torch.inference_mode():
+            out = bt.greedy(m, src, 9, True, m.encode, m.decode_step)
+        eos = out == bt.EOS
+        ended = (eos.cumsum(1) - eos.int()) > 0  # after each sentence's first EOS
+        print("PAD_AFTER_EOS", bool(eos.any()), bool((out[ended] == bt.PAD).all()), bool(ended.any()))
     """
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=600,
@@ -118,6 +126,7 @@ def test_greedy_decoding_with_the_cache_equals_decoding_by_full_recomputation():
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "SAME True (3, 9)" in proc.stdout
+    assert "PAD_AFTER_EOS True True True" in proc.stdout
 
 
 def test_transformer_masks_every_batch_unless_told_auto():
