@@ -23,6 +23,7 @@ def log(
     loss: float,
     model: str = "resnet50",
     decode: str = "auto",
+    tags: dict | None = None,
 ) -> None:
     job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": "amp"}, "mode": "train"})
     job.dataset.name, job.device, job.framework.optimizer_impl = data, "cuda", optimizer
@@ -30,7 +31,7 @@ def log(
     run = RunLogger.create(client, eid, f"{data}-{optimizer}", None, {"dlbench.kind": "job"})
     run.params(flatten(job.to_dict()) | {"batch_size": 256})
     run.metrics({"throughput": throughput, "loss_last": loss, "data_wait_frac": 0.01, "gpu_util_mean": 90.0})
-    run.tags({"precision.optimizer": f"sgd/{optimizer}"})
+    run.tags({"precision.optimizer": f"sgd/{optimizer}", **(tags or {})})
     run.finish("FINISHED")
 
 
@@ -38,7 +39,12 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     db = tmp_path / "mlflow.db"
     client, eid = open_store(f"sqlite:///{db}", "dlbench")
     log(client, eid, "synthetic", "fused", 6000.0, float("nan"))  # diverged: fast, and meaningless
-    log(client, eid, "synthetic", "foreach", 5000.0, 3.0)
+    guards = {
+        "dlbench.gpu_flag": "shared",
+        "dlbench.clock_flag": "clock-drop",
+        "guard.clock_events": "sw_power_cap 71%",
+    }
+    log(client, eid, "synthetic", "foreach", 5000.0, 3.0, tags=guards)
     log(client, eid, "imagenet", "foreach", 4500.0, 3.1)
     log(client, eid, "imagenet", "fused", 5900.0, float("nan"))
     bare = tmp_path / "bare.jsonl"
@@ -61,6 +67,12 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
         "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
     ]  # fmt: skip
     assert md.count("FINISHED, diverged") == 2
+    # each job's guard tags, "-" where the guards found nothing
+    table = [line for line in md.splitlines() if line.startswith("| gpu |")]
+    assert [line.rsplit("|", 2)[1].strip() for line in table].count(
+        "gpu: shared; clock: clock-drop; sw_power_cap 71%"
+    ) == 1
+    assert [line.rsplit("|", 2)[1].strip() for line in table].count("-") == 3
     # provenance: which data made the page
     assert "## Provenance" in md and f"- Source gpu: mlflow.db sha256 {digest(db)} (4 jobs)" in md
 

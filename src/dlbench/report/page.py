@@ -8,9 +8,10 @@ MLflow database and, if any, the bare_loop.py output of the same command. Every 
 becomes a CSV row. Ratios (harness vs the hand-written loop, DALI-fed vs synthetic, compiled vs eager)
 are computed only inside one source and between jobs with the same optimizer, from the numbers in the
 table. A job whose loss ended NaN or inf trained nothing sound: it is listed, marked `diverged`, and
-left out of every ratio. The page ends with its provenance: the command, the generator's git commit
-and each database's SHA-256, so a reader can tell which data made it. --notes appends a hand-written
-section (method, commands, what the numbers mean).
+left out of every ratio. Each job's `guards` column holds what the guards recorded (another process on
+the GPU, throttling, clock drops, clocks-event reasons). The page ends with its provenance: the command,
+the generator's git commit and each database's SHA-256, so a reader can tell which data made it.
+--notes appends a hand-written section (method, commands, what the numbers mean).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from dlbench.core.names import KIND_JOB, KIND_TAG, PARENT_TAG
 from dlbench.environment import git_commit
+from dlbench.telemetry.guards import CLOCK_EVENTS_TAG, CLOCK_FLAG_TAG, GPU_FLAG_TAG
 
 COLUMNS = [
     ("run", "run"), ("model", "p:model.name"), ("mode", "p:mode"), ("precision", "p:precision.name"),
@@ -36,7 +38,7 @@ COLUMNS = [
     ("torch_mem_mib", "m:framework_mem_mib_max"), ("power_w", "m:power_w_mean"),
     ("j_per_sample", "m:energy_j_per_sample"), ("data_wait", "m:data_wait_frac"), ("cpu_util", "m:cpu_util_mean"),
     ("loss_last", "m:loss_last"), ("compute_dtype", "t:precision.compute_dtype"),
-    ("tf32", "t:precision.tf32_cudnn"), ("loss_scale", "t:precision.loss_scale"),
+    ("tf32", "t:precision.tf32_cudnn"), ("loss_scale", "t:precision.loss_scale"), ("guards", "guards"),
 ]  # fmt: skip
 DECIMALS = {"j_per_sample": ".3f", "data_wait": ".3f", "loss_last": ".3f"}
 ONE_DECIMAL = ("warmup_s", "startup_s", "gpu_util", "cpu_util")
@@ -62,6 +64,17 @@ def _compile(params: dict) -> str:
     return params.get("framework.compile_mode", "default")
 
 
+def _guards(tags: dict) -> str:
+    """What the guards recorded for the job (telemetry/guards.py): another process on the GPU, throttling or
+    a clock drop (the flags), and the clocks-event reasons of the timed phase; "-" when none."""
+    found = [
+        tags.get(GPU_FLAG_TAG) and f"gpu: {tags[GPU_FLAG_TAG]}",
+        tags.get(CLOCK_FLAG_TAG) and f"clock: {tags[CLOCK_FLAG_TAG]}",
+        tags.get(CLOCK_EVENTS_TAG),
+    ]
+    return "; ".join(f for f in found if f) or "-"
+
+
 def _dali_settings(params: dict) -> str:
     """How DALI fed a real-data job: decoder and threads (auto decodes on the GPU when there is one)."""
     decode = params.get("data.decode", "auto")
@@ -82,6 +95,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
                 "status": run.info.status,
                 "optimizer": _optimizer(p, t),
                 "compile": _compile(p),
+                "guards": _guards(t),
             }
             row = {}
             for col, src in COLUMNS:
