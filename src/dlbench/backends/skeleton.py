@@ -42,12 +42,13 @@ def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
 
 class PoolSource:
     """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
-    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step)."""
+    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step).
+    HostSource cycles its device pool with one too (its items carry their row counts and shapes)."""
 
-    def __init__(self, batches: list[Batch]) -> None:
+    def __init__(self, batches: list[Any]) -> None:
         self.batches, self.at = batches, 0
 
-    def next(self) -> Batch:
+    def next(self) -> Any:
         batch = self.batches[self.at]
         self.at = (self.at + 1) % len(self.batches)
         return batch
@@ -71,19 +72,14 @@ class HostSource:
         self.samples = self.units = 0  # rows (e.g. sentences) and units (e.g. target tokens) handed out
         self.seen: set[tuple] = set()  # distinct input shapes handed out
         size = getattr(batches, "pool", 0)
-        self.pool = [self._placed(next(batches)) for _ in range(size)]
-        self.at = 0
+        self.pool = PoolSource([self._placed(next(batches)) for _ in range(size)]) if size else None
 
     def _placed(self, host: HostBatch) -> tuple[int, tuple, Batch]:
         arrays = list(host.inputs.values())
         return len(arrays[0]), tuple(a.shape for a in arrays), self.to_device(host)
 
     def next(self) -> Batch:
-        if self.pool:
-            rows, shapes, batch = self.pool[self.at]
-            self.at = (self.at + 1) % len(self.pool)
-        else:
-            rows, shapes, batch = self._placed(next(self.batches))
+        rows, shapes, batch = self.pool.next() if self.pool else self._placed(next(self.batches))
         self.samples += rows
         self.units += batch.units
         self.seen.add(shapes)
@@ -95,14 +91,14 @@ class HostSource:
         for a pool, how many batches it held on the device."""
         if not self.units:
             return {}
-        pool = {"device_pool": len(self.pool)} if self.pool else {}
+        pool = {"device_pool": len(self.pool.batches)} if self.pool else {}
         return {
             "samples_per_unit": round(self.samples / self.units, 6),
             "batch_shapes": len(self.seen),
         } | pool
 
     def close(self) -> None:
-        self.batches, self.pool = iter(()), []
+        self.batches, self.pool = iter(()), None
 
 
 @dataclass(frozen=True)
