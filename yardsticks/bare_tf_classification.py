@@ -28,14 +28,14 @@ from keras import layers
 HE = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
 
 
-def conv(x, filters: int, kernel: int, stride: int = 1, bias: bool = False):
+def conv(x, filters: int, kernel: int, stride: int = 1, init=HE):
     """Conv with torch's padding: kernel // 2 on every side (explicit when strided, where TF's "same"
     would pad the bottom/right more)."""
     pad = kernel // 2
     if stride > 1 and pad:
         x = layers.ZeroPadding2D(pad)(x)
     padding = "valid" if (stride > 1 and pad) or not pad else "same"
-    return layers.Conv2D(filters, kernel, stride, padding, use_bias=bias, kernel_initializer=HE)(x)
+    return layers.Conv2D(filters, kernel, stride, padding, use_bias=False, kernel_initializer=init)(x)
 
 
 def bn(x):

@@ -263,3 +263,45 @@ def test_transformer_xla_trains_and_decodes():
     assert train["sentences"] == 8 and train["unit"] == "target tokens"
     assert 8 * 4 <= train["target_tokens_per_batch"] <= 8 * 8
     assert infer["unit"] == "generated tokens"
+
+
+# ---- SSD300 ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "params"), [(300, 22_894_902), (32, None)])
+def test_ssd300_params_and_default_boxes_equal_dlbench(tf_models, size, params):
+    import numpy as np
+
+    load, keras = tf_models
+    from dlbench.backends.tensorflow.models.detection import build_model
+    from dlbench.data.ssd_boxes import default_boxes_for
+    from dlbench.tasks.detection import DetectionConfig
+
+    theirs = build_model(DetectionConfig(image_size=size))
+    ssd = load("bare_tf_ssd300")
+    mine = ssd.ssd300(size, 81)
+    assert count(mine) == count(theirs)
+    assert [tuple(t.shape) for t in mine.outputs] == [tuple(t.shape) for t in theirs.outputs]
+    keras.backend.clear_session()
+    if params is not None:
+        assert count(mine) == params
+        boxes = ssd.default_boxes(mine.feature_sizes, size)
+        assert boxes.shape == (8732, 4)
+        np.testing.assert_allclose(boxes, default_boxes_for(size).xywh, atol=1e-6)
+
+
+def test_ssd300_targets_have_positives_and_finite_offsets(tf_models):
+    import numpy as np
+
+    ssd = tf_models[0]("bare_tf_ssd300")
+    dboxes = ssd.default_boxes([38, 19, 10, 5, 3, 1], 300)
+    gloc, glabel = ssd.encoded_targets(4, dboxes, 81, np.random.default_rng(0))
+    assert gloc.shape == (4, 4, 8732) and glabel.shape == (4, 8732) and glabel.dtype == np.int32
+    assert ((glabel > 0).sum(1) >= 1).all() and np.isfinite(gloc).all()
+    assert (gloc[np.broadcast_to((glabel == 0)[:, None], gloc.shape)] == 0).all()
+
+
+def test_ssd300_trains():
+    lines, _ = bare("bare_tf_ssd300.py", "--batch", "2", "--image-size", "32", "--precision", "amp")
+    check_lines(lines, [("amp", "train")], xla=False, params=22_894_902)
+    assert lines[0]["positives_per_image"] >= 1 and lines[0]["unit"] == "images"
