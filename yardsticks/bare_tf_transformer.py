@@ -17,13 +17,15 @@ dlbench's model.lengths=fixed), padded to --max-len so every step has one shape.
 tokens** (non-padding labels) per second; one tf.function call per step (XLA with --xla).
 `--mode infer` is greedy decoding with cached keys and values: the encoder once (one tf.function), then
 --decode-len positions, each one tf.function call (XLA with --xla) that extends every decoder layer's
-key/value cache by one position and puts PAD after a sentence's EOS; decoding never stops early, so the
-work is fixed; it counts generated tokens (sentences x decode length) per second.
+key/value cache by one position (concatenation, as dlbench's TF model; `--cache fixed`: caches preallocated
+to --decode-len, written at t and masked beyond it, one shape, so XLA compiles the step once instead of once
+per length) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
+generated tokens (sentences x decode length) per second.
 
 Usage: python yardsticks/bare_tf_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64] [--xla]
        [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20] [--steps 20]
        [--windows 8] [--device auto|cuda|cpu] [--mask always|auto] [--vocab 32000] [--d-model 512]
-       [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000]
+       [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--cache grow|fixed]
 """
 
 from __future__ import annotations
@@ -69,11 +71,19 @@ class SelfAttention(layers.Layer):
         q, k, v = (split_heads(t, self.h) for t in tf.split(self.qkv(x), 3, -1))
         return self.out(merge_heads(ops.dot_product_attention(q, k, v, mask=mask, is_causal=causal)))
 
-    def step(self, x, k_cache, v_cache):
-        """One new position (B, 1, d) against the cached keys/values (B, t, H, D), which it extends."""
+    def step(self, x, k_cache, v_cache, t=None):
+        """One new position (B, 1, d) against the cached keys/values: grown ones (B, t, H, D), extended by
+        concatenation (t None), or fixed ones (B, steps, H, D) that position t is written into."""
         q, k, v = (split_heads(t, self.h) for t in tf.split(self.qkv(x), 3, -1))
-        k, v = tf.concat([k_cache, k], 1), tf.concat([v_cache, v], 1)
-        return self.out(merge_heads(ops.dot_product_attention(q, k, v))), k, v
+        if t is None:  # grown: (B, t, H, D) -> (B, t + 1, H, D)
+            k, v = tf.concat([k_cache, k], 1), tf.concat([v_cache, v], 1)
+            return self.out(merge_heads(ops.dot_product_attention(q, k, v))), k, v
+        # fixed: (B, steps, H, D) caches, position t written in, attention over positions <= t only
+        at = tf.range(tf.shape(k_cache)[1])
+        put = tf.cast(tf.equal(at, t), k.dtype)[None, :, None, None]
+        k, v = k_cache * (1 - put) + k * put, v_cache * (1 - put) + v * put
+        mask = tf.less_equal(at, t)[None, None, None, :]
+        return self.out(merge_heads(ops.dot_product_attention(q, k, v, mask=mask))), k, v
 
 
 class CrossAttention(layers.Layer):
@@ -118,8 +128,8 @@ class DecoderLayer(layers.Layer):
             self.norm1(x + self.drop(self.attn(x, causal=True), training=training)), kv, mask, training
         )
 
-    def step(self, x, kv, mask, k_cache, v_cache):
-        y, k, v = self.attn.step(x, k_cache, v_cache)
+    def step(self, x, kv, mask, k_cache, v_cache, t=None):
+        y, k, v = self.attn.step(x, k_cache, v_cache, t)
         return self.rest(self.norm1(x + y), kv, mask, False), k, v
 
 
@@ -169,28 +179,28 @@ class Transformer(keras.Model):
             y = layer(y, kv, mask, training=training)
         return self.logits(y)
 
-    def decode_step(self, prev, done, t, caches, cross, mask):
+    def decode_step(self, prev, done, t, caches, cross, mask, fixed: bool = False):
         """Position t from each sentence's previous token: (next ids, PAD after EOS; done; caches + t)."""
         y = self.embed_at(prev[:, None], t)
         grown = []
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
-            y, k, v = layer.step(y, kv, mask, k, v)
+            y, k, v = layer.step(y, kv, mask, k, v, t if fixed else None)
             grown.append((k, v))
         ids = tf.cast(tf.argmax(self.logits(y[:, 0]), -1), tf.int32)
         ids = tf.where(done, tf.zeros_like(ids), ids)
         return ids, tf.logical_or(done, tf.equal(ids, EOS)), grown
 
 
-def greedy(model: Transformer, src, steps: int, encode, decode) -> list:
+def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = False) -> list:
     """Greedy decoding of `steps` positions with the key/value caches: the encoder once, then one `decode`
     call (model.decode_step as a tf.function) per position. Returns the (B,) id tensors, one per position."""
     cross, mask = encode(src)
     b = src.shape[0]
-    empty = tf.zeros((b, 0, model.heads, model.d // model.heads), cross[0][0].dtype)
+    empty = tf.zeros((b, steps if fixed else 0, model.heads, model.d // model.heads), cross[0][0].dtype)
     caches = [(empty, empty)] * len(model.dec)
     ids, done, out = tf.fill([b], BOS), tf.zeros([b], tf.bool), []
     for t in range(steps):
-        ids, done, caches = decode(ids, done, tf.constant(t), caches, cross, mask)
+        ids, done, caches = decode(ids, done, tf.constant(t), caches, cross, mask, fixed)
         out.append(ids)
     return out
 
@@ -270,12 +280,12 @@ def run(a: argparse.Namespace) -> int:
                 return counts[i], fn(*pool[i])
         else:
             encode = common.function(lambda src: model.encode(src, masked), a)
-            # the caches grow by one position per call: one relaxed trace in graph mode (XLA compiles each
-            # length once, all met in the warm-up's first decode)
+            # grown caches change shape every call: one relaxed trace in graph mode, but XLA compiles each
+            # length once (all met in the warm-up's first decode); fixed caches keep one shape
             decode = tf.function(model.decode_step, jit_compile=bool(a.xla), reduce_retracing=True)
 
             def step():
-                greedy(model, pool[next(it) % a.pool][0], a.decode_len, encode, decode)
+                greedy(model, pool[next(it) % a.pool][0], a.decode_len, encode, decode, a.cache == "fixed")
                 return sentences * a.decode_len, None
 
     rates, loss = common.measure(step, a, prec)
@@ -298,6 +308,11 @@ def main() -> int:
     p.add_argument(
         "--mask", choices=("always", "auto"), default="always",
         help="key-padding mask on every batch (as dlbench's TF model) or only on batches with padding",
+    )  # fmt: skip
+    p.add_argument(
+        "--cache", choices=("grow", "fixed"), default="grow",
+        help="decoding's key/value caches: grown by concatenation (as dlbench's TF model) or preallocated "
+        "to --decode-len with a position mask (one shape: XLA compiles the step once)",
     )  # fmt: skip
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--d-model", type=int, default=512)

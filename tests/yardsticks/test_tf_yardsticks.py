@@ -221,7 +221,8 @@ def test_transformer_params_equal_dlbench(tf_models, size, vocab, params):
         assert mine == params
 
 
-def test_transformer_cached_decoding_equals_full_recompute(tf_models):
+@pytest.mark.parametrize("fixed", [False, True])
+def test_transformer_cached_decoding_equals_full_recompute(tf_models, fixed):
     """The key/value-cached greedy decoder gives the ids of re-running the whole decoder on the prefix."""
     import argparse
 
@@ -237,7 +238,7 @@ def test_transformer_cached_decoding_equals_full_recompute(tf_models):
     src = tf.constant(tr.sentence_pairs(3, a, np.random.default_rng(0))[0])
     encode = tf.function(lambda s: model.encode(s, True))
     decode = tf.function(model.decode_step, reduce_retracing=True)
-    cached = np.stack([x.numpy() for x in tr.greedy(model, src, a.decode_len, encode, decode)], 1)
+    cached = np.stack([x.numpy() for x in tr.greedy(model, src, a.decode_len, encode, decode, fixed)], 1)
     prefix = np.full((3, 1), tr.BOS, np.int32)
     for _ in range(a.decode_len):
         last = model((src, tf.constant(prefix)), training=False)[:, -1]
