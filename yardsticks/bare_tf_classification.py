@@ -140,7 +140,9 @@ def run(a: argparse.Namespace) -> int:
                 return a.batch, None
 
     rates, loss = common.measure(step, a, prec)
-    return common.report(a, prec, rates, loss, params=common.param_count(model), unit="images")
+    return common.report(
+        a, prec, rates, loss, params=common.param_count(model), unit="img/s", optimizer="sgd"
+    )
 
 
 def main() -> int:

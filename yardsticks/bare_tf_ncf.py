@@ -107,7 +107,16 @@ def run(a: argparse.Namespace) -> int:
         return samples, (out if train else None)
 
     rates, loss = common.measure(step, a, prec)
-    return common.report(a, prec, rates, loss, model="ncf", params=common.param_count(model), unit="samples")
+    return common.report(
+        a,
+        prec,
+        rates,
+        loss,
+        model="ncf",
+        params=common.param_count(model),
+        unit="samples/s",
+        optimizer="adam",
+    )
 
 
 def main() -> int:

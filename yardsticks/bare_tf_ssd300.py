@@ -187,7 +187,7 @@ def run(a: argparse.Namespace) -> int:
 
     rates, loss = common.measure(step, a, prec)
     return common.report(
-        a, prec, rates, loss, model="ssd300", params=common.param_count(model), unit="images",
+        a, prec, rates, loss, model="ssd300", params=common.param_count(model), unit="img/s", optimizer="sgd",
         default_boxes=len(dboxes), positives_per_image=float((glabel_np > 0).sum(1).mean()),
     )  # fmt: skip
 

@@ -289,9 +289,9 @@ def run(a: argparse.Namespace) -> int:
                 return sentences * a.decode_len, None
 
     rates, loss = common.measure(step, a, prec)
-    unit = "generated tokens" if a.mode == "infer" else "target tokens"
+    unit = "generated tokens/s" if a.mode == "infer" else "target tokens/s"
     return common.report(
-        a, prec, rates, loss, model="transformer", params=common.param_count(model), unit=unit,
+        a, prec, rates, loss, model="transformer", params=common.param_count(model), unit=unit, optimizer="adam",
         sentences=sentences, target_tokens_per_batch=sum(counts) / len(counts),
     )  # fmt: skip
 

@@ -120,7 +120,7 @@ def test_resnet50_graph_mode_runs_train_and_infer():
     tiny = ["--batch", "2", "--image-size", "32", "--num-classes", "10"]
     lines, _ = bare("bare_tf_classification.py", *tiny, "--precision", "amp", "--mode", "train,infer")
     check_lines(lines, [("amp", "train"), ("amp", "infer")], xla=False, params=23_528_522)  # 10 classes
-    assert all(r["model"] == "resnet50" and r["batch"] == 2 and r["unit"] == "images" for r in lines)
+    assert all(r["model"] == "resnet50" and r["batch"] == 2 and r["unit"] == "img/s" for r in lines)
 
 
 def test_resnet50_xla_compiles_with_xla():
@@ -183,7 +183,7 @@ def test_ncf_xla_runs():
     lines, err = bare("bare_tf_ncf.py", *tiny, "--xla", xla_log=True)
     pairs = [("fp32", "train"), ("fp32", "infer"), ("amp", "train"), ("amp", "infer")]
     check_lines(lines, pairs, xla=True, params=260_673)
-    assert [r["batch"] for r in lines] == [1000] * 4 and all(r["unit"] == "samples" for r in lines)
+    assert [r["batch"] for r in lines] == [1000] * 4 and all(r["unit"] == "samples/s" for r in lines)
     assert XLA_LOG in err
 
 
@@ -268,9 +268,9 @@ def test_transformer_xla_trains_and_decodes():
     check_lines(lines, [("amp", "train"), ("amp", "infer")], xla=True, params=147_712)  # 1 + 1 layers
     assert XLA_LOG in err
     train, infer = lines
-    assert train["sentences"] == 8 and train["unit"] == "target tokens"
+    assert train["sentences"] == 8 and train["unit"] == "target tokens/s"
     assert 8 * 4 <= train["target_tokens_per_batch"] <= 8 * 8
-    assert infer["unit"] == "generated tokens"
+    assert infer["unit"] == "generated tokens/s"
 
 
 # ---- SSD300 ----------------------------------------------------------------------------------------------
@@ -312,4 +312,4 @@ def test_ssd300_targets_have_positives_and_finite_offsets(tf_models):
 def test_ssd300_trains():
     lines, _ = bare("bare_tf_ssd300.py", "--batch", "2", "--image-size", "32", "--precision", "amp")
     check_lines(lines, [("amp", "train")], xla=False, params=22_894_902)
-    assert lines[0]["positives_per_image"] >= 1 and lines[0]["unit"] == "images"
+    assert lines[0]["positives_per_image"] >= 1 and lines[0]["unit"] == "img/s"
