@@ -80,7 +80,7 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     analysis = analyze(select(client, uri, run_id=second.run_id).jobs)
     assert analysis.failed == [] and analysis.reused == 1
     [group] = analysis.groups
-    rows = {r[1]: r[0] for r in result_table(group, show_spread=False).rows}
+    rows = {r[2]: r[0] for r in result_table(group, show_spread=False).rows}  # precision: framework
     assert rows == {"fp32": f"torch {REUSED}", "amp": "torch"}
     assert any("amp" in f.text and "2.00×" in f.text for f in analysis.findings)  # compared like any run
     assert any("reused" in p for p in findings_block(analysis).paragraphs)
@@ -104,7 +104,7 @@ def test_noisy_gpu_runs_are_marked_and_make_no_claim(tmp_path: Path):
     sweep.finish("FINISHED")
     analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
     [group] = analysis.groups
-    cells = {(r[0], r[1]): r[2] for r in result_table(group, show_spread=False).rows}
+    cells = {(r[0], r[2]): r[3] for r in result_table(group, show_spread=False).rows}  # (fw, precision)
     assert cells[("tf", "fp32")] == f"50.0 {FLAG} {SHARED}"
     assert cells[("tf", "amp")] == f"100 {FLAG} throttled,clock-drop"
     assert cells[("torch", "amp")] == "200"
