@@ -27,7 +27,7 @@ from dlbench.data.validate import check_dataset
 pytest.importorskip("nvidia.dali")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "make_image_dataset.py"
+SCRIPT = ROOT / "scripts" / "datasets" / "make_image_dataset.py"
 CLASSES, PER_CLASS, CORRUPT = 3, 8, 2
 N = CLASSES * PER_CLASS
 SIZE = 32

@@ -16,7 +16,7 @@ from dlbench.tasks.recommendation import SYNTHETIC_POOL, RecommendationConfig, p
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "yardsticks"
 USERS, ITEMS, NEGATIVES = 50, 1000, 4
 POSITIVES = {"users": [3, 7, 7, 49, 0, 12], "items": [5, 5, 999, 0, 17, 400]}
 
@@ -131,7 +131,7 @@ def test_the_synthetic_pool_is_popularity_skewed_and_the_same_everywhere():
 
 
 def test_the_yardstick_cycles_the_very_ids_of_the_harness():
-    """scripts/bare_ncf.py draws its pool with its own copy of the numpy code: the same ids, so the
+    """yardsticks/bare_ncf.py draws its pool with its own copy of the numpy code: the same ids, so the
     yardstick and the harness look up the same embedding rows (locality is part of the work)."""
     script = textwrap.dedent(f"""
         import argparse, json, sys

@@ -18,7 +18,7 @@ from dlbench.data.ssd_boxes import dboxes300_coco, encode
 pytest.importorskip("nvidia.dali")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "make_coco_dataset.py"
+SCRIPT = ROOT / "scripts" / "datasets" / "make_coco_dataset.py"
 D = dboxes300_coco()
 
 

@@ -31,7 +31,7 @@ def _script():
     module = sys.modules.get("make_coco_dataset")
     if module is None:
         spec = importlib.util.spec_from_file_location(
-            "make_coco_dataset", ROOT / "scripts" / "make_coco_dataset.py"
+            "make_coco_dataset", ROOT / "scripts" / "datasets" / "make_coco_dataset.py"
         )
         module = sys.modules["make_coco_dataset"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -285,7 +285,7 @@ def test_missing_sword_modules_give_the_apt_command(tmp_path):
         extract_bible(tmp_path)
     assert APT_INSTALL in str(err.value) and "\n" not in str(err.value)
     res = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "prepare_translation.py"), "--out", str(tmp_path / "o"),
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "prepare_translation.py"), "--out", str(tmp_path / "o"),
          "--sword-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -141,7 +141,7 @@ def test_warm_up_covers_every_batch_shape_before_the_timed_windows():
 
 
 def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
-    """scripts/bare_transformer.py --min-len 64 --max-len 64 trains on 5120 // 64 = 80 sentences of 64
+    """yardsticks/bare_transformer.py --min-len 64 --max-len 64 trains on 5120 // 64 = 80 sentences of 64
     tokens; the harness at model.lengths=fixed must do the same work at every step (on the H200 a tail
     batch of 16 sentences fell inside a timed window)."""
     batches = TranslationBatches(_job(batch_tokens=5120, max_len=64, lengths="fixed"), None)

@@ -25,7 +25,7 @@ from dlbench.data import formats
 
 SPLITS = {"train": "train2017", "val": "val2017"}
 MAKE_HINT = (
-    "create a small set with `python scripts/make_coco_dataset.py --out DIR` "
+    "create a small set with `python scripts/datasets/make_coco_dataset.py --out DIR` "
     "(the set of +experiment=accuracy_ssd: `make coco-easy`)"
 )
 

@@ -10,7 +10,7 @@ Layouts read (chosen by file name, or found inside a folder):
   ratings.csv   MovieLens-20M/25M: header `userId,movieId,rating,timestamp`, comma-separated
   u.data        MovieLens-100K: `user item rating timestamp`, tab-separated, no header
   *.inter       RecBole atomic file (e.g. ml-100k.inter from the recbole wheel, fetched by
-                scripts/get_movielens100k.py): tab-separated, typed header `user_id:token ...`
+                scripts/datasets/get_movielens100k.py): tab-separated, typed header `user_id:token ...`
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ML20M_ITEMS = 26_744
 ML20M_RATINGS = 20_000_263
 
 FILE_NAMES = ("ratings.csv", "u.data")
-GET_ML100K = "run `python scripts/get_movielens100k.py` for MovieLens-100K"
+GET_ML100K = "run `python scripts/datasets/get_movielens100k.py` for MovieLens-100K"
 
 
 class InteractionsError(ValueError):

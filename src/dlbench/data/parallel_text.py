@@ -44,7 +44,7 @@ def corpus_files(path: str | Path, src: str, tgt: str, split: str = "train") -> 
         raise CorpusMissing(
             f"dataset.path={root}: missing {', '.join(missing)}; a parallel corpus is two aligned files "
             f"{split}.{src} and {split}.{tgt}, one sentence per line "
-            "(for the built-in Bible pairs run `python scripts/prepare_translation.py`)"
+            "(for the built-in Bible pairs run `python scripts/datasets/prepare_translation.py`)"
         )
     return files
 

@@ -28,7 +28,7 @@ from dlbench.data.token_batches import Batch, TokenBatches, synthetic_pairs
 
 PARALLEL_TEXT = "parallel_text"
 SYNTHETIC_PAIRS = 4096  # distinct synthetic sentences a run cycles through
-PREPARE = "python scripts/prepare_translation.py"
+PREPARE = "python scripts/datasets/prepare_translation.py"
 
 
 def languages(dataset_name: str) -> tuple[str, str]:

@@ -210,7 +210,7 @@ def resolve_path(job: JobConfig) -> str:
         raise ConfigError(f"dataset={ds.name}: {where}={raw} does not exist; point it at the dataset folder")
     if path.is_dir() and not any(p for p in path.iterdir() if not p.name.startswith(".")):
         raise ConfigError(
-            f"dataset={ds.name}: {where}={raw} is empty; create the data (e.g. scripts/make_image_dataset.py)"
+            f"dataset={ds.name}: {where}={raw} is empty; create the data (e.g. scripts/datasets/make_image_dataset.py)"
         )
     return str(path)
 

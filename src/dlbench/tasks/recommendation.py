@@ -21,7 +21,7 @@ from dlbench.data.interactions import ML20M_ITEMS, ML20M_USERS, popular_items
 from dlbench.data.synthetic import HostBatch
 from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 
-SYNTHETIC_POOL = 8  # distinct synthetic batches, cycled (scripts/bare_ncf.py --pool: the same)
+SYNTHETIC_POOL = 8  # distinct synthetic batches, cycled (yardsticks/bare_ncf.py --pool: the same)
 POPULARITY_SKEW = (
     0.9  # synthetic items: p(rank r) ~ (r + 1)^-0.9, as data.interactions.synthetic_interactions
 )
