@@ -13,9 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlbench.tasks import TASKS, model_config_type, unknown_task
-from dlbench.tasks.classification import ClassificationConfig
-from dlbench.tasks.spec import ModelConfig
+from dlbench.core.spec import ModelConfig
+from dlbench.errors import ConfigError
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
@@ -27,10 +26,6 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 OPTIMIZER_IMPLS = ("auto", "fused", "foreach")
-
-
-class ConfigError(ValueError):
-    """A configuration a job cannot run with; its message is one line naming the key and the fix."""
 
 
 @dataclass
@@ -163,7 +158,7 @@ class JobConfig:
     # The framework's own schema, chosen by framework.name.
     framework: FrameworkConfig = field(default_factory=TorchConfig)
     # The model family's own schema (tasks/<task>.py), chosen by model.task.
-    model: ModelConfig = field(default_factory=ClassificationConfig)
+    model: ModelConfig = field(default_factory=lambda: _model_config_type("classification")())
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
@@ -205,11 +200,19 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
         value = data[f.name]
         sub = _dataclass_type(f)
         if sub is not None and issubclass(sub, ModelConfig):  # the family's schema, by model.task
-            sub = model_config_type((value or {}).get("task", "classification"))
+            sub = _model_config_type((value or {}).get("task", "classification"))
         elif sub is not None and issubclass(sub, FrameworkConfig):  # the framework's schema, by name
             sub = FRAMEWORK_CONFIGS.get((value or {}).get("name", "torch"), FrameworkConfig)
         kwargs[f.name] = _from_dict(sub, value or {}) if sub else value
     return cls(**kwargs)
+
+
+def _model_config_type(task: str) -> type[ModelConfig]:
+    """The family's schema of `task`, from the task registry, imported only when a job is built: the
+    schema module itself loads no workload code."""
+    from dlbench.tasks import model_config_type
+
+    return model_config_type(task)
 
 
 def _dataclass_type(f: dataclasses.Field) -> type | None:
@@ -278,6 +281,8 @@ def validate(job: JobConfig) -> None:
                 f"framework.optimizer_impl={fw.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
             ),
         ]
+    from dlbench.tasks import unknown_task
+
     if (why := unknown_task(job.model.task)) is not None:
         raise ConfigError(why)
     for ok, message in [*checks, *job.model.check()]:
@@ -299,6 +304,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     from dlbench.launchers import register_launchers
+    from dlbench.tasks import TASKS
 
     register_launchers()
     cs = ConfigStore.instance()

@@ -19,9 +19,10 @@ from typing import Any
 
 from dlbench import events
 from dlbench.backends.threads import thread_env
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 from dlbench.progress import Progress
 from dlbench.recording import JobRecording, parent_and_experiment
 from dlbench.results import Failure, RepeatRecord

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
 from dlbench.data.epochs import EpochPlan, Normalizer, eval_batches
 from dlbench.data.idx import IdxFormatError, read_idx, read_images, read_labels, write_idx
 from dlbench.data.seeds import stream
 from dlbench.data.small_images import FASHION_MNIST_DIR, load_image_set
+from dlbench.errors import ConfigError
 from dlbench.eval.classification import top1_accuracy
 from tests.worker_jobs import worker_env
 

@@ -34,7 +34,7 @@ RESNET20_GFLOPS_32 = 0.08110208
 STATS_SCRIPT = (
     """
 import json
-from dlbench.backends.base import BackendUnavailable
+from dlbench.errors import BackendUnavailable
 from dlbench.backends.mxnet import build, model_stats
 from dlbench.config import JobConfig
 from dlbench.tasks.classification import ClassificationConfig as Model

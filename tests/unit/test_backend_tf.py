@@ -35,7 +35,7 @@ TORCH_GFLOPS_32 = {"resnet50": 0.170917888, "vgg16": 0.865550336, "resnet_cifar"
 STATS_SCRIPT = (
     """
 import json
-from dlbench.backends.base import BackendUnavailable
+from dlbench.errors import BackendUnavailable
 from dlbench.backends.tensorflow import build, model_stats
 from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.models.classification import build_model

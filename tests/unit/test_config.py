@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
+from dlbench.errors import ConfigError
 from tests.conftest import CONF
 
 

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.data import formats
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 
 pytest.importorskip("nvidia.dali")
 

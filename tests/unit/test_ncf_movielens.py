@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.data.movielens import MovieLensSource, check_movielens
 from dlbench.data.negatives import PositiveSet
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 from dlbench.tasks.recommendation import RecommendationConfig, spec
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
 from dlbench.data import coco
 from dlbench.data.ssd_boxes import dboxes300_coco, encode
+from dlbench.errors import ConfigError
 
 pytest.importorskip("nvidia.dali")
 

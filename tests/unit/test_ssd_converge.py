@@ -12,13 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.converge import METRICS, evaluate
 from dlbench.core.bench import Batch
 from dlbench.data.coco_memory import CocoMemorySource, DetectionTruth, hflip, load_images
 from dlbench.data.epochs import EpochPlan
 from dlbench.data.ssd_boxes import default_boxes_for, encode_batch
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 from dlbench.eval.detection import coco_map50
 from dlbench.tasks import task_spec
 

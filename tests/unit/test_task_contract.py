@@ -49,7 +49,8 @@ STEPS = 3
 
 SCRIPT = """
 import json, sys
-from dlbench.backends.base import BackendUnavailable, load_backend
+from dlbench.backends.base import load_backend
+from dlbench.errors import BackendUnavailable
 from dlbench.config import JobConfig, PrecisionConfig
 jobs = json.loads(sys.argv[1])
 backend = load_backend(jobs["fp32_train"]["framework"]["name"])

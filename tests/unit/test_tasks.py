@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlbench.core.spec import OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
 from dlbench.data.synthetic import synthetic_batch
 from dlbench.tasks import TASKS, task_spec, unknown_task
 from dlbench.tasks.classification import ClassificationConfig
-from dlbench.tasks.spec import OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
 
 
 def test_classification_batch_follows_the_spec_and_is_the_same_every_time():

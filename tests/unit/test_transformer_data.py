@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
 from dlbench.core.transformer import (
     BOS,
     EOS,
@@ -45,6 +44,7 @@ from dlbench.data.token_batches import (
     target_tokens,
 )
 from dlbench.data.token_batches import bucket_groups as group_by_tokens
+from dlbench.errors import ConfigError
 from dlbench.eval.bleu import corpus_bleu
 from tests.conftest import ROOT
 

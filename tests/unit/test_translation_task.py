@@ -8,10 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.core.transformer import BOS, EOS, PAD
 from dlbench.data.parallel_text import CorpusMissing, write_pairs
 from dlbench.data.translation_source import TranslationBatches, check_corpus, languages
+from dlbench.errors import ConfigError
 from dlbench.tasks import task_spec
 from dlbench.tasks.translation import TranslationConfig
 

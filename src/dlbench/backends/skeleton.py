@@ -15,8 +15,9 @@ from typing import Any
 
 from dlbench.backends.base import BACKENDS
 from dlbench.config import MEMORY_FORMATS, JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_pool
+from dlbench.errors import BackendUnavailable
 from dlbench.tasks import task_spec
 
 

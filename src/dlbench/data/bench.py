@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.core.precision import plan_precision
 from dlbench.data.pipelines import ImagePipeline, cuda_device_count
+from dlbench.errors import BackendUnavailable
 
 
 def preferred_layout(framework: str, on_gpu: bool) -> str:

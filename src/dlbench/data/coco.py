@@ -20,8 +20,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dlbench.config import ConfigError
 from dlbench.data import formats
+from dlbench.errors import ConfigError
 
 SPLITS = {"train": "train2017", "val": "val2017"}
 MAKE_HINT = (

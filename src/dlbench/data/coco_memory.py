@@ -27,13 +27,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
+from dlbench.core.spec import TaskSpec
 from dlbench.data.coco import MAKE_HINT, CocoSplit, resolve_split
 from dlbench.data.epochs import EpochPlan, EpochSource
 from dlbench.data.ssd_boxes import DefaultBoxes, default_boxes_for, encode_batch
 from dlbench.data.synthetic import HostBatch
-from dlbench.tasks.spec import TaskSpec
+from dlbench.errors import ConfigError
 
 FORMAT = "coco_memory"
 MEAN = np.array([0.485, 0.456, 0.406], np.float32) * 255  # ImageNet statistics, as DLE normalises

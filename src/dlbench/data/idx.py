@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.config import ConfigError
+from dlbench.errors import ConfigError
 
 # type code -> numpy dtype (big-endian where it matters), as the format's definition lists them
 DTYPES: dict[int, np.dtype] = {

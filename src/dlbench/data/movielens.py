@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.core.names import project_relative
 from dlbench.data.epochs import EpochSource
 from dlbench.data.interactions import InteractionsError, find_ratings_file, leave_one_out, read_interactions
 from dlbench.data.negatives import EVAL_NEGATIVES, evaluation_candidates, training_samples
 from dlbench.data.seeds import stream
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import ConfigError
 from dlbench.tasks.recommendation import positives_per_step
 
 

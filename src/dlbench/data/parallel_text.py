@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dlbench.config import ConfigError
+from dlbench.errors import ConfigError
 
 SWORD_DIR = Path("/usr/share/sword")
 BIBLE_MODULES = {"es": "spaRV1909eb", "en": "engWEB2015eb"}

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.config import ConfigError
 from dlbench.data.idx import read_images, read_labels
+from dlbench.errors import ConfigError
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_INSTALL = "apt-get install dataset-fashion-mnist"

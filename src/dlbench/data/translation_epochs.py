@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.config import ConfigError
 from dlbench.core.bench import Batch
 from dlbench.core.transformer import PAD
 from dlbench.data.bpe import BPE, train_bpe
@@ -33,6 +32,7 @@ from dlbench.data.seeds import stream
 from dlbench.data.synthetic import HostBatch
 from dlbench.data.token_batches import bucket_groups, make_batch
 from dlbench.data.translation_source import corpus_path, host_batch, languages
+from dlbench.errors import ConfigError
 
 EVAL_SPLIT = "valid"
 

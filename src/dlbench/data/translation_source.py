@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.config import ConfigError
 from dlbench.core.names import project_relative
 from dlbench.data.bpe import BPE, train_bpe
 from dlbench.data.parallel_text import APT_INSTALL, CorpusMissing, corpus_files, read_pairs
 from dlbench.data.synthetic import HostBatch
 from dlbench.data.token_batches import Batch, TokenBatches, synthetic_pairs
+from dlbench.errors import ConfigError
 
 PARALLEL_TEXT = "parallel_text"
 SYNTHETIC_PAIRS = 4096  # distinct synthetic sentences a run cycles through

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
+from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.names import project_relative
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
 from dlbench.data.movielens import check_movielens
 from dlbench.data.small_images import check_image_set
+from dlbench.errors import ConfigError
 
 FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")

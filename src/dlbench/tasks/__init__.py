@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dlbench.core.spec import ModelConfig, TaskSpec
 from dlbench.tasks import classification, detection, recommendation, test_mlp, translation
-from dlbench.tasks.spec import ModelConfig, TaskSpec
 
 
 @dataclass(frozen=True)

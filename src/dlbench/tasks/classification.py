@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
+from dlbench.core.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 
 
 @dataclass

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlbench.core.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 from dlbench.data.detection_synthetic import random_ground_truth
 from dlbench.data.ssd_boxes import ASPECT_RATIOS, NUM_CLASSES, default_boxes_for, encode_batch
-from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 
 MIN_IMAGE_SIZE = 32
 

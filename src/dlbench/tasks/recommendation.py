@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dlbench.core.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 from dlbench.data.interactions import ML20M_ITEMS, ML20M_USERS, popular_items
 from dlbench.data.synthetic import HostBatch
-from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_batch
 
 SYNTHETIC_POOL = 8  # distinct synthetic batches, cycled (yardsticks/bare_ncf.py --pool: the same)
 POPULARITY_SKEW = (

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlbench.core.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
 from dlbench.core.transformer import PAD, SIZES, TransformerSize, peak_lr, size
 from dlbench.data.token_batches import FIRST_ID
-from dlbench.tasks.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
 
 LENGTHS = ("lognormal", "fixed")
 WARMUP = 4000

@@ -18,9 +18,9 @@ from pathlib import Path
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
-from dlbench.config import ConfigError
 from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import mask
+from dlbench.errors import ConfigError
 from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
 
 SQLITE = "sqlite:///"

@@ -14,9 +14,10 @@ from dlbench.backends.mxnet.optimizers import make_trainer
 from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
 from dlbench.backends.skeleton import SpecBench, family_facts
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 
 HOPPER = (9, 0)  # MXNet 1.9.1's CUDA builds (mxnet-cu117 and older) carry no sm_90 code
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
-from dlbench.tasks.spec import TaskSpec
+from dlbench.core.spec import TaskSpec
 
 
 def _softmax_cross_entropy(spec: TaskSpec) -> Any:

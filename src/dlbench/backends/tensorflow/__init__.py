@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.backends.base import Bench
 from dlbench.config import JobConfig, ModelConfig
+from dlbench.core.bench import Bench
 
 
 def build(job: JobConfig) -> Bench:

@@ -26,9 +26,10 @@ from dlbench.backends.tensorflow.models import trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
 from dlbench.backends.tensorflow.precision import LayerProbe, TFPrecision
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 
 _SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
 

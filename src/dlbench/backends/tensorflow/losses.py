@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from dlbench.tasks.spec import TaskSpec
+from dlbench.core.spec import TaskSpec
 
 LossFn = Callable[..., tf.Tensor]
 

@@ -12,9 +12,10 @@ from dlbench.backends.torch.losses import make_loss
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 
 
 def pick_device(requested: str) -> torch.device:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 from torch.nn import functional as F
 
-from dlbench.tasks.spec import TaskSpec
+from dlbench.core.spec import TaskSpec
 
 LossFn = Callable[..., torch.Tensor]
 

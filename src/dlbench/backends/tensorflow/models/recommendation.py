@@ -29,8 +29,8 @@ from dlbench.backends.neumf_layout import (
     mlp_dense,
     weight_shapes,
 )
+from dlbench.core.spec import TaskSpec
 from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
-from dlbench.tasks.spec import TaskSpec
 
 
 def _torch_bias(fan_in: int) -> keras.initializers.Initializer:
