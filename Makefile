@@ -10,7 +10,13 @@ else
 SWEEP ?= -m framework=tf,torch,mxnet precision=fp32,amp +experiment=quick_cpu
 endif
 
-.PHONY: setup run test test-fast lint format ui report parity clean server server-stop coco-easy
+# The tests that run framework arithmetic across frameworks (and the end-to-end sweeps), selected by name.
+CROSS ?= mxnet or framework or capability or parity or contract or cannot_run
+# oneDNN (inside torch, TF and MXNet) and torch's own kernels capped to AVX2: an AVX-512 machine then computes
+# like an AVX2-only laptop (tests/unit/test_capability.py checks that MXNet's bundled oneDNN obeys the cap).
+AVX2 := ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+
+.PHONY: setup run test test-fast test-avx2 lint format ui report parity clean server server-stop coco-easy
 
 setup:
 	@DLBENCH_VENV=$(VENV) scripts/setup/setup_env.sh
@@ -23,6 +29,9 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
+
+test-avx2: setup
+	$(AVX2) $(PY) -m pytest -q -k "$(CROSS)"
 
 lint: setup
 	$(VENV)/bin/ruff check src tests scripts yardsticks

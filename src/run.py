@@ -1,7 +1,8 @@
 """dlbench entry point: `python src/run.py [-m] key=value ...` (Hydra).
 
 Thin on purpose: compose the config (Hydra), hand each job to the orchestrator, and turn the sweep's
-outcome into an exit code: 0 all jobs finished, 1 a job failed, 2 a refused override, 130 stopped by
+outcome into an exit code: 0 all jobs finished (cells this machine cannot run are skipped, each with its
+reason, and do not count as failures), 1 a job failed, 2 a refused override, 130 stopped by
 SIGINT, 143 by SIGTERM. The signal handlers go in before the heavy imports, whatever disposition the
 process inherited (a background job inherits SIGINT ignored), so Ctrl-C is honoured from the start.
 """
@@ -91,6 +92,12 @@ def cli() -> int:
     except SystemExit:  # Hydra reported an error (already printed) and is exiting
         sweep.close_parent("FAILED")
         raise
+    if tally.not_run:
+        print(
+            f"dlbench: {len(tally.not_run)} cell(s) not run on this machine (reasons above and in the "
+            f"report): {', '.join(tally.not_run)}",
+            file=sys.stderr,
+        )
     if tally.failed:
         print(f"dlbench: {len(tally.failed)} job(s) failed: {', '.join(tally.failed)}", file=sys.stderr)
         return 1

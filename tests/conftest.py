@@ -10,11 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from dlbench.core.cpu import onednn_avx512_core
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 RUN = ROOT / "src" / "run.py"
 # Small and fast, yet the real code path: a CIFAR ResNet-8 at 32x32, batch 2, a few steps.
 TINY = ["+experiment=smoke", "model=resnet_cifar", "model.depth=8"]
+# MXNet 1.9.1 computes bfloat16 (what precision=amp means on a CPU) only with oneDNN's AVX-512 kernels: on
+# an AVX2-only CPU, or with ONEDNN_MAX_CPU_ISA=AVX2, its amp cells are skipped with their reason, not run.
+MXNET_BF16 = onednn_avx512_core() is None
 
 
 @pytest.fixture
@@ -85,7 +90,31 @@ class Cli:
         assert exp is not None, f"experiment {experiment} was not created"
         return client.search_runs([exp.experiment_id])
 
+    def not_run(self, experiment: str = "dlbench") -> list[str]:
+        """The cells the sweeps' parent runs list as not runnable on this machine ("cell: reason")."""
+        parents = [r for r in self.runs(experiment) if "mlflow.parentRunId" not in r.data.tags]
+        return sorted(v for p in parents for k, v in p.data.tags.items() if k.startswith("dlbench.not_run."))
+
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line after pytest's short summary, just before its closing count: how many tests were skipped
+    and why, grouped by reason (most need a Debian package that `make test` does not install)."""
+    yield
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    parts = "; ".join(f"{n} x {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    terminalreporter.write_line(
+        f"dlbench: {len(skipped)} skipped: {parts} (bash .ci/run installs what they need, as root)"
+    )

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from dlbench import events
+from dlbench.backends import capability
 from dlbench.backends.threads import thread_env
 from dlbench.config import JobConfig, validate
+from dlbench.core.names import NOT_RUN
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
@@ -33,7 +35,7 @@ from dlbench.telemetry.nvml import NvmlReader
 from dlbench.telemetry.sampler import Sampler
 from dlbench.tracking.resume import config_hash, reuse_finished
 from dlbench.tracking.store import StoreError, open_store, resolve_uri
-from dlbench.tracking.sweep import SweepTally
+from dlbench.tracking.sweep import SweepTally, record_not_run
 
 log = logging.getLogger("dlbench")
 _said_no_gpu = False
@@ -57,12 +59,17 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
         return "SKIPPED"
     try:
         validate(job)
+        can = capability.check(job)
+        if can.reason is not None:
+            return not_run(job, ctx, can.reason, tally)
         data_facts = check_dataset(job)  # fills dataset.path from $dataset.path_env
         check_gpu_free(job)
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         tally.add(ctx.label, "FAILED", job.fail_fast)
         return "FAILED"
+    for note in can.notes:
+        log.warning("%s: %s", ctx.label, note)
     try:
         statuses = []
         for one, one_ctx in per_seed(job, ctx):
@@ -70,13 +77,26 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
                 log.info("%s: reused FINISHED run %s (resume=true): not run again", one_ctx.label, reused)
                 statuses.append("FINISHED")
                 continue
-            statuses.append(JobRunner(one, one_ctx, data_facts).run())
+            statuses.append(JobRunner(one, one_ctx, data_facts, can.notes).run())
         status = next((s for s in statuses if s != "FINISHED"), "FINISHED")
     except StoreError as exc:  # every later job would fail the same way
         log.error("%s: %s", ctx.label, exc)
         status, tally.abort = "FAILED", True
     tally.add(ctx.label, status, job.fail_fast)
     return status
+
+
+def not_run(job: JobConfig, ctx: JobContext, reason: str, tally: SweepTally) -> str:
+    """A cell this machine cannot run: one line, a note on the sweep's parent for the report, no run."""
+    log.warning("%s: not run on this machine: %s", ctx.label, reason)
+    cell = f"{job.framework.name} {job.model.name} {job.precision.name} {job.mode}"
+    cell += f" device={job.device}" if job.device != "auto" else ""
+    try:
+        record_not_run(config_hash(job.to_dict()), cell, reason)
+    except StoreError as exc:  # the line above already told the user; the store's problem comes next
+        log.error("%s: %s", ctx.label, exc)
+    tally.add(ctx.label, NOT_RUN, job.fail_fast)
+    return NOT_RUN
 
 
 def per_seed(job: JobConfig, ctx: JobContext) -> list[tuple[JobConfig, JobContext]]:
@@ -118,9 +138,16 @@ def _reuse(job: JobConfig) -> str | None:
 class JobRunner:
     """All repeats of one job, each in a fresh worker, with telemetry around them."""
 
-    def __init__(self, job: JobConfig, ctx: JobContext, data_facts: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        job: JobConfig,
+        ctx: JobContext,
+        data_facts: dict[str, Any] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
         self.job = job
         self.data_facts = data_facts or {}  # dataset facts from check_dataset, logged as params
+        self.notes = notes or []  # what the capability check said of this machine (emulated bf16), a tag
         self.ctx = ctx
         self.records: list[RepeatRecord] = []
         self.dir = ctx.output_dir
@@ -138,7 +165,7 @@ class JobRunner:
         """All repeats; stop at the first failed one. The run is closed whatever happens."""
         status, failure, samples, gpu = "FAILED", Failure("crash", "the orchestrator stopped"), [], None
         try:
-            self.recording.open(self.ctx.config_yaml, self.ctx.overrides, self.data_facts)
+            self.recording.open(self.ctx.config_yaml, self.ctx.overrides, self.data_facts, self.notes)
             self.sampler, gpu = self._start_telemetry()
             for repeat in range(self.job.schedule.repeats):
                 status, failure = self._run_worker(repeat)

@@ -19,6 +19,7 @@ from dlbench import signals
 from dlbench.config import JobConfig
 from dlbench.converge import converge_summary, diverged
 from dlbench.core.names import (
+    CAPABILITY_NOTE_TAG,
     EVAL_FLAG_TAG,
     EVAL_METRIC_TAG,
     FAILURE_MESSAGE_TAG,
@@ -72,7 +73,9 @@ class JobRecording:
         self.guard = GuardFindings()
 
     # ---- the run -----------------------------------------------------------------------------
-    def open(self, config_yaml: str, overrides: list[str], data_facts: dict[str, Any]) -> RunLogger:
+    def open(
+        self, config_yaml: str, overrides: list[str], data_facts: dict[str, Any], notes: list[str] = ()
+    ) -> RunLogger:
         """Create the child run (under the sweep's parent, if any) with the job's params and config."""
         client, experiment_id = open_store(resolve_uri(self.job.tracking.uri), self.job.tracking.experiment)
         parent_id, experiment_id = parent_and_experiment(experiment_id)
@@ -83,6 +86,7 @@ class JobRecording:
         name = f"{j.framework.name}-{j.model.name}-{j.precision.name}-{j.mode}"
         name += f"-seed{j.schedule.seed}" if j.mode == "converge" else ""
         tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir), CONFIG_HASH_TAG: config_hash(j.to_dict())}
+        tags |= {CAPABILITY_NOTE_TAG: " ".join(notes)} if notes else {}
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)

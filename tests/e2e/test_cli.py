@@ -200,3 +200,37 @@ def test_mlflow_run_reproduces_a_sweep_through_the_mlproject(cli):
         location = Path(client.get_run(run.info.run_id).info.artifact_uri.removeprefix("file://"))
         assert location.is_relative_to(cli.tmp / "mlartifacts"), location
     assert {a.path for a in client.list_artifacts(kids[0].info.run_id)} >= {"config.yaml", "worker.log"}
+
+
+def test_a_cell_this_machine_cannot_run_is_skipped_with_its_reason_not_failed(cli):
+    """oneDNN capped to AVX2 (any x86 CPU then computes like an AVX2-only one): MXNet's amp (bfloat16) cell
+    cannot run. The sweep skips it in one line, exits 0, makes no run for it and lists it in the report; the
+    other cells run. A single run of that cell also ends 0 with the line, and leaves nothing in the store."""
+    cap = {"ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
+    res = cli.run(["framework=mxnet,torch", "precision=fp32,amp", *TINY], **cap)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert out.count("not run on this machine: MXNet 1.9.1 computes bfloat16 only with oneDNN") == 1
+    assert (
+        "1 cell(s) not run on this machine" in res.stderr and "[mxnet resnet_cifar amp train]" in res.stderr
+    )
+    runs = cli.runs()
+    parent = sweep_parent(runs)
+    kids = children_of(runs, parent.info.run_id)
+    assert parent.info.status == "FINISHED" and parent.data.tags["dlbench.jobs_not_run"] == "1"
+    assert sorted((r.data.params["framework.name"], r.data.params["precision.name"]) for r in kids) == [
+        ("mxnet", "fp32"),
+        ("torch", "amp"),
+        ("torch", "fp32"),
+    ]
+    assert all(r.info.status == "FINISHED" for r in kids)
+    assert [c.split(":")[0] for c in cli.not_run()] == ["mxnet resnet_cifar amp train"]
+    report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
+    section = report.split("## Not run on this machine", 1)[1]
+    assert "| mxnet resnet_cifar amp train | MXNet 1.9.1 computes bfloat16" in section
+    assert "ONEDNN_MAX_CPU_ISA=AVX2" in section and "1 not run on this machine" in report
+
+    single = cli.run(["framework=mxnet", "precision=amp", *TINY], multirun=False, **cap)
+    assert single.returncode == 0, single.stderr[-3000:]
+    assert "not run on this machine" in single.stdout + single.stderr
+    assert len(cli.runs()) == len(runs)  # no run made for it

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import MXNET_BF16
+
 pytestmark = pytest.mark.slow
 
 
@@ -14,7 +16,12 @@ def test_transformer_smoke_sweep_trains_and_decodes_in_every_framework(cli):
     assert res.returncode == 0, res.stderr[-3000:]
     kids = [r for r in cli.runs() if r.data.tags.get("mlflow.parentRunId")]
     jobs = sorted((r.data.params["framework.name"], r.data.params["mode"]) for r in kids)
-    assert jobs == sorted((fw, mode) for fw in ("tf", "torch", "mxnet") for mode in ("train", "infer"))
+    frameworks = ("tf", "torch", "mxnet") if MXNET_BF16 else ("tf", "torch")  # else mxnet's are not run
+    assert jobs == sorted((fw, mode) for fw in frameworks for mode in ("train", "infer"))
+    if not MXNET_BF16:
+        skipped = ["mxnet transformer amp infer", "mxnet transformer amp train"]
+        assert [c.split(":")[0] for c in cli.not_run()] == skipped
+        assert "not run on this machine" in res.stdout + res.stderr and "AVX-512" in res.stdout + res.stderr
     for run in kids:
         p, t, m = run.data.params, run.data.tags, run.data.metrics
         assert run.info.status == "FINISHED", p["framework.name"]
@@ -26,7 +33,6 @@ def test_transformer_smoke_sweep_trains_and_decodes_in_every_framework(cli):
         assert 1 / 16 <= float(t["run.samples_per_unit"]) <= 1  # smoke: 16 tokens per sentence, 4 a batch
         if p["mode"] == "train":
             assert m["loss_last"] > 0
-    mx_train = next(r for r in kids if r.data.params["framework.name"] == "mxnet")
-    assert (
-        mx_train.data.tags["run.attention"] == "mxnet.batch_dot+softmax"
-    )  # no bf16 interleaved kernels on CPU
+    if MXNET_BF16:  # no bf16 interleaved kernels on CPU
+        mx_train = next(r for r in kids if r.data.params["framework.name"] == "mxnet")
+        assert mx_train.data.tags["run.attention"] == "mxnet.batch_dot+softmax"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
 from dlbench.config import PrecisionConfig
+from dlbench.core.cpu import onednn_avx512_core
 from tests.worker_jobs import cuda_probe, run_all, worker_env
 
 if importlib.util.find_spec("mxnet") is None:  # find only: importing mxnet here needs the numpy shim
@@ -64,15 +64,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # Several processes share the CPU here: one compute thread each keeps them from thrashing.
     env = worker_env(OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1")
     return run_all("mxnet", JOBS, STATS_SCRIPT, tmp_path_factory.mktemp("mxnet_jobs"), env, depth=20)
-
-
-def _cpu_has_avx512_core() -> bool:
-    """oneDNN's avx512_core (F, BW, VL, DQ): what MXNet's bfloat16 kernels need on a CPU."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags)
 
 
 def test_params_equal_torch_networks(runs: dict) -> None:
@@ -128,7 +119,7 @@ def test_fp32_jobs_run_through_the_worker(runs: dict, name: str) -> None:
 
 def test_amp_on_cpu_computes_bfloat16_or_says_why_not(runs: dict) -> None:
     rc, events, stderr = runs["train_amp"]
-    if _cpu_has_avx512_core():
+    if onednn_avx512_core() is None:  # AVX-512 and oneDNN not capped below it
         assert rc == 0, stderr[-3000:]
         done = next(e for e in events if e["event"] == "done")
         precision = done["precision"]
@@ -141,8 +132,8 @@ def test_amp_on_cpu_computes_bfloat16_or_says_why_not(runs: dict) -> None:
             assert done["gflops"] == pytest.approx(RESNET20_GFLOPS_32, rel=1e-6)
         assert all(e["throughput"] > 0 for e in events if e["event"] == "window")
     else:
-        # MXNet 1.9.1 has bf16 kernels only in oneDNN, for AVX-512 CPUs: a clear config error, not a
-        # silent float32 run.
+        # MXNet 1.9.1 has bf16 kernels only in oneDNN, for AVX-512 CPUs: the worker's own probe (the backstop
+        # behind the orchestrator's capability check) gives a clear config error, not a silent float32 run.
         assert rc == 3, stderr[-3000:]
         error = next(e for e in events if e["event"] == "error")
         assert error["kind"] == "config"

@@ -78,6 +78,14 @@ tloss.backward()
 out["train_loss"] = tloss.item()
 named = dict(m.named_parameters())
 out.update({f"grad:{k}": named[f"{k}.weight"].grad.numpy() for k in GRAD_KEYS})
+# The same training step in float64: the exact answer every float32 implementation is judged against.
+import copy
+m64 = copy.deepcopy(m).double()
+m64.zero_grad(set_to_none=True)
+t64 = m64(torch.from_numpy(io["train_images"]).double())
+d.ssd_loss(*t64, torch.from_numpy(io["train_loc"]).double(), torch.from_numpy(io["train_labels"])).backward()
+named64 = dict(m64.named_parameters())
+out.update({f"grad64:{k}": named64[f"{k}.weight"].grad.numpy() for k in GRAD_KEYS})
 """
 
 TF = """
@@ -260,25 +268,32 @@ def test_loss_and_gradients_equal_torch(results, fw):
     assert not np.any(got["dconf"][1]) and not np.any(got["dloc"][1])
 
 
-# Relative error (L2 norm) allowed per weight gradient. Training-mode BatchNorm at batch 2 makes the deep
-# gradients ill-conditioned: torch alone, float32 against float64, differs by 1.6% at the first conv, 0.18%
-# at extras.1, 1e-4 at loc.2 and 1e-5 at conf.0 (measured on this batch); a wrong layout or mapping gives ~100%.
-GRAD_TOLERANCE = {
-    "grad:backbone.conv1": 0.05,
-    "grad:backbone.layer3.0.downsample.0": 0.05,
-    "grad:extras.1.conv2": 0.01,
-    "grad:loc.2": 1e-3,
-    "grad:conf.0": 1e-4,
-}
+# Weight gradients are judged against the exact answer (the same step in float64), not against torch's
+# float32 result. Training-mode BatchNorm at batch 2 makes the deep gradients ill-conditioned, so float32
+# rounding alone moves them far: torch's own float32 error against float64 is 1.4% at the first conv, 0.5% at
+# extras.1, 8e-5 at loc.2 and 7e-6 at conf.0 (AVX2-only EPYC). Another float32 implementation sums in another
+# order (oneDNN's AVX2 and AVX-512 kernels, Eigen, MKL) and lands at the same order of error: measured there,
+# TF 0.7-1.5x and MXNet 2.3-5x torch's own error, layer by layer. So each framework may be off by up to
+# GRAD_FACTOR times torch's own float32 error at that layer; a wrong layout or weight mapping gives ~100%.
+GRAD_KEYS = ("backbone.conv1", "backbone.layer3.0.downsample.0", "extras.1.conv2", "loc.2", "conf.0")
+GRAD_FACTOR = 10
+
+
+def _rel(a: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(a - ref) / np.linalg.norm(ref))
 
 
 @pytest.mark.parametrize("fw", ["tf", "mxnet"])
 def test_training_step_loss_and_weight_gradients_equal_torch(results, fw):
-    """Same weights, same batch, BatchNorm in training mode: the same loss and weight gradients."""
+    """Same weights, same batch, BatchNorm in training mode: the same loss, and weight gradients as close to
+    the float64 answer as float32 arithmetic allows."""
     ref, got = results["torch"], results[fw]
     np.testing.assert_allclose(float(got["train_loss"]), float(ref["train_loss"]), rtol=1e-4)
-    assert sorted(k for k in ref if k.startswith("grad:")) == sorted(GRAD_TOLERANCE)
-    for key, tolerance in GRAD_TOLERANCE.items():
-        norm = np.linalg.norm(ref[key])
-        assert norm > 0, key
-        assert np.linalg.norm(got[key] - ref[key]) / norm < tolerance, f"{fw} {key}"
+    assert sorted(k for k in got if k.startswith("grad:")) == sorted(f"grad:{k}" for k in GRAD_KEYS)
+    for key in GRAD_KEYS:
+        exact = ref[f"grad64:{key}"]
+        assert np.linalg.norm(exact) > 0, key
+        own = _rel(ref[f"grad:{key}"], exact)  # torch float32 against float64: rounding, nothing else
+        assert own < 0.05, f"torch float32 vs float64 {key}: {own:.2e}"
+        err = _rel(got[f"grad:{key}"], exact)
+        assert err < GRAD_FACTOR * own, f"{fw} {key}: {err:.2e} vs float64, torch's own {own:.2e}"

@@ -46,6 +46,11 @@ OUTPUT_DIR_TAG = "dlbench.output_dir"
 SWEEP_DIR_TAG = "dlbench.sweep_dir"
 OVERRIDES_TAG = "dlbench.overrides"
 JOBS_FINISHED_TAG, JOBS_FAILED_TAG = "dlbench.jobs_finished", "dlbench.jobs_failed"
+JOBS_NOT_RUN_TAG = "dlbench.jobs_not_run"
+# On the sweep's parent, one tag per cell this machine cannot run: "<cell label>: <reason>".
+NOT_RUN_PREFIX = "dlbench.not_run."
+NOT_RUN = "NOT_RUN"  # a job's outcome when its cell cannot run on this machine (not a failure)
+CAPABILITY_NOTE_TAG = "dlbench.capability_note"  # runs, but not as the hardware could (emulated bf16)
 SWEEP_RUN_ID_TAG = "dlbench.sweep_run_id"  # on `mlflow run`'s own run: the sweep it started
 MLFLOW_RUN_ID_TAG = "dlbench.mlflow_run_id"  # on the sweep's parent: `mlflow run`'s run
 SPREAD_FLAG_TAG = "dlbench.spread_flag"  # "high" when repeats differ by more than SPREAD_LIMIT

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from dlbench.core.names import OVERRIDES_TAG
+from dlbench.core.names import NOT_RUN_PREFIX, OVERRIDES_TAG
 from dlbench.core.secrets import mask
 from dlbench.report import charts
 from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
@@ -20,6 +20,7 @@ from dlbench.report.render import (
     DASH,
     Block,
     Image,
+    Table,
     failed_table,
     findings_block,
     result_table,
@@ -104,6 +105,8 @@ def build_report(
     else:
         failed.paragraphs.append("None.")
     blocks.append(failed)
+    if not_run := not_run_block(selection):
+        blocks.append(not_run)
 
     title = selection.title
     md = out_dir / MARKDOWN
@@ -111,6 +114,26 @@ def build_report(
     page = out_dir / HTML
     page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
     return Report(out_dir, md, page, images, selection, analysis, accuracy)
+
+
+def not_run_block(sel: Selection) -> Block | None:
+    """The cells this sweep asked for that its machine cannot run (tracking.sweep.record_not_run), each with
+    its reason: skipped, not failed."""
+    cells = sorted(v for k, v in sel.parent_tags.items() if k.startswith(NOT_RUN_PREFIX))
+    if not cells:  # also when the report covers an experiment, not one sweep (no parent tags)
+        return None
+    rows = [list(c.split(": ", 1)) if ": " in c else [c, DASH] for c in cells]
+    b = Block("Not run on this machine")
+    b.paragraphs.append(
+        "Cells this machine's hardware cannot run, skipped before a run was made (not failures); each with "
+        "the reason dlbench found."
+    )
+    b.tables.append(Table("not-run", "dlbench-table not-run", ["cell", "reason"], rows))
+    return b
+
+
+def _not_run_count(sel: Selection) -> int:
+    return sum(k.startswith(NOT_RUN_PREFIX) for k in sel.parent_tags)
 
 
 def _subject(sel: Selection) -> str:
@@ -163,6 +186,7 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) ->
         + (f" ({analysis.reused} reused from earlier sweeps, resume=true)" if analysis.reused else "")
         + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
+        + (f", {n} not run on this machine (listed below)" if (n := _not_run_count(sel)) else "")
     )
     b.bullets.extend(analysis.notes)
     return b

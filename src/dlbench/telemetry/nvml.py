@@ -74,6 +74,14 @@ class NvmlReader:
             out[f"gpu{i}_mem_total_mib"] = str(mem.total // 2**20)
         return out
 
+    def gpus(self) -> list[tuple[str, tuple[int, int]]]:
+        """(name, CUDA compute capability) of each GPU the reader holds, in CUDA's order."""
+        n = self._nvml
+        return [
+            (_text(n.nvmlDeviceGetName(h)), tuple(int(v) for v in n.nvmlDeviceGetCudaComputeCapability(h)))
+            for h in self._handles
+        ]
+
     def read(self) -> dict[str, float]:
         n = self._nvml
         out: dict[str, float] = {}
@@ -104,6 +112,20 @@ class NvmlReader:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
+
+
+def visible_gpus(visible: str | None) -> list[tuple[str, tuple[int, int]]]:
+    """(name, compute capability) of every GPU a process with CUDA_VISIBLE_DEVICES=`visible` can use;
+    [] without NVML, a driver or a visible GPU."""
+    reader, _ = NvmlReader.open(visible, count=1 << 10)
+    if reader is None:
+        return []
+    try:
+        return reader.gpus()
+    except Exception:
+        return []
+    finally:
+        reader.close()
 
 
 def _handle(nvml: Any, ident: str) -> Any:

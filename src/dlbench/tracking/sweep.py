@@ -24,9 +24,12 @@ from dlbench import signals
 from dlbench.core.names import (
     JOBS_FAILED_TAG,
     JOBS_FINISHED_TAG,
+    JOBS_NOT_RUN_TAG,
     KIND_SWEEP,
     KIND_TAG,
     MLFLOW_RUN_ID_TAG,
+    NOT_RUN,
+    NOT_RUN_PREFIX,
     OVERRIDES_TAG,
     SWEEP_DIR_TAG,
     SWEEP_RUN_ID_TAG,
@@ -55,15 +58,19 @@ class PendingSweep:
 
 @dataclass
 class SweepTally:
-    """Which jobs of this invocation finished or failed; made by the entry point, passed to each job."""
+    """Which jobs of this invocation finished, failed, or could not run on this machine (NOT_RUN: skipped
+    with its reason, not a failure); made by the entry point, passed to each job."""
 
     failed: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)  # "label: reason"
     abort: bool = False  # fail_fast tripped (or the store is unusable): the remaining jobs are skipped
 
     def add(self, label: str, status: str, fail_fast: bool) -> None:
         if status == "FINISHED":
             self.finished.append(label)
+        elif status == NOT_RUN:
+            self.not_run.append(label)
         else:
             self.failed.append(label)
             self.abort = self.abort or fail_fast
@@ -155,12 +162,26 @@ def ensure_parent() -> RunLogger | None:
     return parent
 
 
+def record_not_run(key: str, cell: str, reason: str) -> None:
+    """Note on the sweep's parent (made now if need be) a cell this machine cannot run, so the report lists
+    it; `key` (the job's config hash) keeps one tag per cell however often it is asked for."""
+    parent = ensure_parent()
+    if parent is not None:
+        parent.tags({f"{NOT_RUN_PREFIX}{key}": f"{cell}: {reason}"})
+
+
 def finish_sweep(tally: SweepTally) -> None:
     """The sweep's end (all jobs ran): counts on the parent, the report, then FINISHED or FAILED."""
     parent, sweep = STATE.parent, STATE.pending
     if parent is None or sweep is None:
         return
-    parent.tags({JOBS_FINISHED_TAG: len(tally.finished), JOBS_FAILED_TAG: len(tally.failed)})
+    parent.tags(
+        {
+            JOBS_FINISHED_TAG: len(tally.finished),
+            JOBS_FAILED_TAG: len(tally.failed),
+            JOBS_NOT_RUN_TAG: len(tally.not_run),
+        }
+    )
     if sweep.report:
         log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report")
     close_parent("FAILED" if tally.failed else "FINISHED")

@@ -45,7 +45,7 @@ def count_outcomes(tally: Any, returns: Sequence[JobReturn], first_idx: int) -> 
     returned: the run's status (run.py's task function returns it)."""
     for i, ret in enumerate(returns):
         label = f"job {first_idx + i} [{' '.join(ret.overrides or [])}]"
-        tally.add(label, "FAILED" if _failed(ret) else "FINISHED", fail_fast=False)
+        tally.add(label, _outcome(ret), fail_fast=False)
 
 
 class _DlbenchJobs:
@@ -108,5 +108,12 @@ class DlbenchLocalLauncher(_DlbenchJobs, LocalLauncher):
         return returns
 
 
+def _outcome(ret: JobReturn) -> str:
+    """FINISHED, NOT_RUN (a cell its machine cannot run, not a failure) or FAILED."""
+    if ret.status == JobStatus.COMPLETED and ret._return_value in ("FINISHED", "NOT_RUN"):
+        return ret._return_value
+    return "FAILED"
+
+
 def _failed(ret: JobReturn) -> bool:
-    return ret.status != JobStatus.COMPLETED or ret._return_value != "FINISHED"
+    return _outcome(ret) == "FAILED"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.capability import HOPPER
 from dlbench.backends.mxnet.losses import make_loss
 from dlbench.backends.mxnet.models import trainable_params
 from dlbench.backends.mxnet.optimizers import make_trainer
@@ -18,33 +20,15 @@ from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
 from dlbench.errors import BackendUnavailable
-
-HOPPER = (9, 0)  # MXNet 1.9.1's CUDA builds (mxnet-cu117 and older) carry no sm_90 code
+from dlbench.telemetry.nvml import visible_gpus
 
 
 def gpu_info() -> tuple[str, tuple[int, int]] | None:
-    """(name, compute capability) of GPU 0 from NVML, else from MXNet's CUDA build; None if none."""
-    try:
-        import pynvml
-    except ImportError:
-        pynvml = None
-    if pynvml is not None:
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError:
-            pass
-        else:
-            try:
-                if pynvml.nvmlDeviceGetCount() > 0:
-                    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-                    name = pynvml.nvmlDeviceGetName(handle)
-                    name = name.decode() if isinstance(name, bytes) else str(name)
-                    major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-                    return name, (int(major), int(minor))
-            except pynvml.NVMLError:
-                pass
-            finally:
-                pynvml.nvmlShutdown()
+    """(name, compute capability) of the first visible GPU from NVML, else from MXNet's CUDA build; None if
+    none."""
+    gpus = visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if gpus:
+        return gpus[0]
     if mx.context.num_gpus() > 0:  # only a CUDA build of MXNet sees GPUs
         cc = int(mx.util.get_cuda_compute_capability(mx.gpu(0)))
         return "GPU 0", (cc // 10, cc % 10)
