@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-from dlbench.data.bpe import train_bpe  # noqa: E402
-from dlbench.data.parallel_text import (  # noqa: E402
+from dlbench.workloads.translation.bpe import train_bpe  # noqa: E402
+from dlbench.workloads.translation.parallel_text import (  # noqa: E402
     SWORD_DIR,
     CorpusMissing,
     bible_tsv,

@@ -19,8 +19,8 @@ from dlbench.errors import ConfigError
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
 # dataset.format of the datasets read whole into memory, the data of mode=converge: images
-# (data/small_images.py), ratings (data/movielens.py), parallel_text (data/translation_epochs.py),
-# coco_memory (data/coco_memory.py, detection)
+# (workloads/classification/small_images.py), ratings (workloads/recommendation/movielens.py), parallel_text (workloads/translation/epochs.py),
+# coco_memory (workloads/detection/coco_memory.py, detection)
 MEMORY_FORMATS = ("idx", "sklearn", "ratings", "parallel_text", "coco_memory")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -157,7 +157,7 @@ class DebugConfig:
 class JobConfig:
     # The framework's own schema, chosen by framework.name.
     framework: FrameworkConfig = field(default_factory=TorchConfig)
-    # The model family's own schema (tasks/<task>.py), chosen by model.task.
+    # The model family's own schema (workloads/<task>/spec.py), chosen by model.task.
     model: ModelConfig = field(default_factory=lambda: _model_config_type("classification")())
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -210,7 +210,7 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
 def _model_config_type(task: str) -> type[ModelConfig]:
     """The family's schema of `task`, from the task registry, imported only when a job is built: the
     schema module itself loads no workload code."""
-    from dlbench.tasks import model_config_type
+    from dlbench.workloads.registry import model_config_type
 
     return model_config_type(task)
 
@@ -281,7 +281,7 @@ def validate(job: JobConfig) -> None:
                 f"framework.optimizer_impl={fw.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
             ),
         ]
-    from dlbench.tasks import unknown_task
+    from dlbench.workloads.registry import unknown_task
 
     if (why := unknown_task(job.model.task)) is not None:
         raise ConfigError(why)
@@ -304,7 +304,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     from dlbench.launchers import register_launchers
-    from dlbench.tasks import TASKS
+    from dlbench.workloads.registry import workloads
 
     register_launchers()
     cs = ConfigStore.instance()
@@ -316,7 +316,7 @@ def register_configs() -> None:
     cs.store(name="dlbench_schema", node=schema)
     for name, node in FRAMEWORK_CONFIGS.items():  # framework/<name>_schema: that framework's knobs only
         cs.store(group="framework", name=f"{name}_schema", node=node)
-    for task, entry in TASKS.items():  # model/<task>_schema: a family's own keys, nothing else
+    for task, entry in workloads().items():  # model/<task>_schema: a family's own keys, nothing else
         if not entry.test_only:
             cs.store(group="model", name=f"{task}_schema", node=entry.config)
     for group, node in (

@@ -17,7 +17,7 @@ from dlbench.data.memory_source import MemorySource
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
 from dlbench.orchestrator import JobContext, per_seed
-from dlbench.tasks import task_spec
+from dlbench.workloads.registry import task_spec
 
 
 def epoch(n: int, value: float, loss: float = 0.5) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.data.interactions import (
+from dlbench.workloads.recommendation.interactions import (
     ML20M_ITEMS,
     ML20M_USERS,
     Interactions,
@@ -17,7 +17,7 @@ from dlbench.data.interactions import (
     read_interactions,
     synthetic_interactions,
 )
-from dlbench.data.negatives import PositiveSet, evaluation_candidates, training_samples
+from dlbench.workloads.recommendation.negatives import PositiveSet, evaluation_candidates, training_samples
 
 # raw (user, item, rating, timestamp); user 10 rated item 7 twice (kept once, at t=100)
 ROWS = [

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from dlbench.config import JobConfig
-from dlbench.core.transformer import BOS, EOS, PAD
-from dlbench.data.parallel_text import CorpusMissing, write_pairs
-from dlbench.data.translation_source import TranslationBatches, check_corpus, languages
 from dlbench.errors import ConfigError
-from dlbench.tasks import task_spec
-from dlbench.tasks.translation import TranslationConfig
+from dlbench.workloads.registry import task_spec
+from dlbench.workloads.translation.parallel_text import CorpusMissing, write_pairs
+from dlbench.workloads.translation.source import TranslationBatches, check_corpus, languages
+from dlbench.workloads.translation.spec import TranslationConfig
+from dlbench.workloads.translation.transformer import BOS, EOS, PAD
 
 
 def _job(mode: str = "train", dataset: dict | None = None, **model) -> JobConfig:
@@ -153,7 +153,7 @@ def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
 def test_a_relative_corpus_path_not_found_here_is_taken_from_the_project_root(tmp_path, monkeypatch):
     """README's `dataset.path=data/bible` works from any directory, as every other dataset's path does."""
     from dlbench.core.names import PROJECT_ROOT
-    from dlbench.data.translation_source import corpus_path
+    from dlbench.workloads.translation.source import corpus_path
 
     monkeypatch.chdir(tmp_path)
     job = _job(dataset={"name": "bible_es_en", "path": "conf/dataset", "format": "parallel_text"})

@@ -16,7 +16,7 @@ FLOAT = "float"  # a TensorSpec dtype: floating point, in the job's precision (t
 
 @dataclass
 class ModelConfig:
-    """The keys every model family has. A family adds its own in a subclass (tasks/<task>.py), which is
+    """The keys every model family has. A family adds its own in a subclass (workloads/<task>/spec.py), which is
     registered as its own Hydra schema, so a key of another family is refused at composition."""
 
     name: str = "resnet50"
@@ -102,12 +102,12 @@ def count_nonzero(name: str) -> Callable[[Mapping[str, np.ndarray]], int]:
 class TaskSpec:
     """A workload, framework-neutral. Built from the job's model config by the task's `spec(cfg)`.
 
-    task        the task's registry name; also the backends' model module: backends/<fw>/models/<task>.py
+    task        the task's registry name; its package, workloads/<task>/, holds a family per framework
     inputs      what the model is called with, in call order (model(*inputs))
     targets     what the loss compares the model's outputs with, in order (loss(outputs, *targets))
     loss        a loss kind every backend implements in backends/<fw>/losses.py, e.g.
                 "softmax_cross_entropy"; loss_args parametrize it (e.g. label_smoothing, ignore_index)
-    metric      the quality metric kind dlbench.eval computes on numpy outputs, e.g. "top1"
+    metric      the quality metric kind the workload's eval computes on numpy outputs, e.g. "top1"
     unit        the throughput unit: "images", "target tokens", "samples"
     count_units how many units a batch holds, from its host (numpy) arrays keyed by input/target name
     axes        size of each variable-length axis for synthetic batches and FLOP counts

@@ -54,7 +54,7 @@ class DataBench:
         layout = preferred_layout(job.framework.name, gpus > 0)
         dtype = plan_precision(job.precision, "cuda" if gpus else "cpu").input_dtype
         if job.model.task == "detection":  # the COCO reader with DLE's SSD augmentations and box encoding
-            from dlbench.data.coco_pipeline import CocoPipeline
+            from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
             self.pipeline: Any = CocoPipeline.from_job(job, device_id, layout, dtype)
             self.format = "coco"

@@ -1,4 +1,4 @@
-"""TensorFlow backend (Keras 3, NHWC): the task spec's networks (models/<task>.py), each defined to
+"""TensorFlow backend (Keras 3, NHWC): the task spec's networks (workloads/<task>/tensorflow.py), each defined to
 be the same network as the torch backend's (equal parameter counts, equal conv + dense FLOPs).
 
 TensorFlow is imported inside the functions, so importing this package stays cheap; the worker
