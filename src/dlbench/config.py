@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.core.execution import EXECUTIONS
 from dlbench.core.spec import ModelConfig
 from dlbench.errors import ConfigError
 
@@ -177,6 +178,8 @@ class JobConfig:
     resume: bool = False
     # CPU threads per op (and inter-op) in every framework; null = the CPUs in the worker's affinity.
     threads: int | None = None
+    # eager | compiled: the framework-neutral execution mode (core/execution.py); null = framework knobs.
+    execution: str | None = None
 
     @property
     def batch_size(self) -> int:
@@ -268,6 +271,10 @@ def validate(job: JobConfig) -> None:
             f"threads={job.threads}: use 1 or more, or null (all CPUs)",
         ),
         (job.debug.fault in (None, "abort", "nan_loss"), "debug.fault: only null, abort or nan_loss"),
+        (
+            job.execution in EXECUTIONS,
+            f"execution={job.execution!r}: use eager or compiled (or null: the framework's own knobs)",
+        ),
     ]
     fw = job.framework
     if isinstance(fw, TorchConfig):

@@ -21,6 +21,7 @@ from dlbench import events
 from dlbench.backends import capability
 from dlbench.backends.threads import thread_env
 from dlbench.config import JobConfig, validate
+from dlbench.core.execution import apply_execution
 from dlbench.core.names import NOT_RUN
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
@@ -59,6 +60,7 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
         return "SKIPPED"
     try:
         validate(job)
+        apply_execution(job.framework, job.execution)  # execution=compiled: torch compile, tf xla
         can = capability.check(job)
         if can.reason is not None:
             return not_run(job, ctx, can.reason, tally)

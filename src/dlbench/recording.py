@@ -7,6 +7,7 @@ decides what MLflow gets. Every value goes through RunLogger, which masks creden
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -18,10 +19,12 @@ from typing import Any
 from dlbench import signals
 from dlbench.config import JobConfig
 from dlbench.converge import converge_summary, diverged
+from dlbench.core.execution import execution
 from dlbench.core.names import (
     CAPABILITY_NOTE_TAG,
     EVAL_FLAG_TAG,
     EVAL_METRIC_TAG,
+    EXECUTION_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
     KIND_JOB,
@@ -87,6 +90,7 @@ class JobRecording:
         name += f"-seed{j.schedule.seed}" if j.mode == "converge" else ""
         tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir), CONFIG_HASH_TAG: config_hash(j.to_dict())}
         tags |= {CAPABILITY_NOTE_TAG: " ".join(notes)} if notes else {}
+        tags[EXECUTION_TAG] = execution(j.framework.name, dataclasses.asdict(j.framework))
         tags.update({f"host.{k}": v for k, v in host_facts().items()})
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)

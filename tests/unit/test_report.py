@@ -241,7 +241,7 @@ def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
     assert not [f for f in analysis.findings if "amp" in f.text]  # 3x "faster", but the training diverged
     [group] = analysis.groups
     table = result_table(group, show_spread=False)
-    cells = {r[1]: r[2] for r in table.rows}
+    cells = {r[2]: r[3] for r in table.rows}
     assert cells == {"fp32": "100", "amp": f"300 {FLAG} {DIVERGED}"}
     assert any("diverged" in p for p in findings_block(analysis).paragraphs)
     assert list(analysis.frame().diverged) == [False, True]
@@ -260,11 +260,12 @@ def test_rows_show_the_verified_dtype_and_the_task_unit(tmp_path):
     [group] = analyze(select(client, uri, run_id=sweep.run_id).jobs).groups
     table = result_table(group, show_spread=False)
     assert "throughput (target tokens/s)" in table.headers and "energy (J/target token)" in table.headers
-    assert [r[1] for r in table.rows] == ["fp32 (float32)", "amp (bfloat16)"]
+    assert [r[2] for r in table.rows] == ["fp32 (float32)", "amp (bfloat16)"]
 
 
-def test_a_framework_knob_splits_only_the_runs_that_use_it(tmp_path):
-    # framework.compile is torch's alone: tf's run has no such param and belongs with eager torch
+def test_compiled_runs_are_compared_only_with_compiled_runs(tmp_path):
+    # framework.compile is torch's alone: tf's graph run (no XLA) belongs with eager torch, compiled torch
+    # has a table of its own, and the findings say in one sentence that the runs mix execution modes
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client, eid = open_store(uri, "dlbench")
     sweep = make_sweep(client, eid, "framework=torch,tf")
@@ -273,11 +274,21 @@ def test_a_framework_knob_splits_only_the_runs_that_use_it(tmp_path):
     log_job(client, eid, sweep.run_id, "tf resnet50 fp32 train", (76, 80, 84))
     sweep.finish("FINISHED")
     groups = analyze(select(client, uri, run_id=sweep.run_id).jobs).groups
-    tables = {g.title: sorted(e.job.framework for e in g.entries) for g in groups}
+    tables = {g.title: sorted((e.job.framework, e.job.execution) for e in g.entries) for g in groups}
     assert tables == {
-        "resnet50 train": ["tf", "torch"],
-        "resnet50 train (framework.compile=True)": ["torch"],
+        "resnet50 train, eager/graph": [("tf", "graph"), ("torch", "eager")],
+        "resnet50 train, compiled": [("torch", "torch.compile(default)")],
     }
+    findings = analyze(select(client, uri, run_id=sweep.run_id).jobs).findings
+    assert (
+        findings[0].kind == "mode"
+        and "mix execution modes (tf: graph; torch: eager, torch.compile" in findings[0].text
+    )
+    # the compiled torch run (150) is never said to beat tf's graph run (80)
+    assert not [f for f in findings if "tf" in f.text and f.kind == "framework" and "150" in f.text]
+    assert [f.text for f in findings if f.kind == "framework"] == [
+        "on resnet50 train fp32 (eager/graph runs), torch is 25% faster than tf."
+    ]
 
 
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):
@@ -334,7 +345,8 @@ def test_report_files(store, tmp_path):
     md = report.markdown.read_text()
     # the repeat-spread column is there because one run of the sweep was repeated
     assert (
-        "| torch | amp | 250 | 240–260 | – | 2.50× | 1.00× | 90% | 10,000 | 8,000 | 30% | 1.50 | 4.00 |" in md
+        "| torch | eager | amp | 250 | 240–260 | – | 2.50× | 1.00× | 90% | 10,000 | 8,000 | 30% | 1.50 | 4.00 |"
+        in md
     )
     assert "![throughput: resnet50 train](throughput-resnet50-train.png)" in md
     assert "| mxnet-resnet50-fp32-train | mxnet | resnet50 | fp32 | train | FAILED | oom |" in md

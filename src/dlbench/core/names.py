@@ -50,6 +50,7 @@ JOBS_NOT_RUN_TAG = "dlbench.jobs_not_run"
 # On the sweep's parent, one tag per cell this machine cannot run: "<cell label>: <reason>".
 NOT_RUN_PREFIX = "dlbench.not_run."
 NOT_RUN = "NOT_RUN"  # a job's outcome when its cell cannot run on this machine (not a failure)
+EXECUTION_TAG = "run.execution"  # eager, graph, hybridized, xla, torch.compile(<mode>) (core/execution.py)
 CAPABILITY_NOTE_TAG = "dlbench.capability_note"  # runs, but not as the hardware could (emulated bf16)
 SWEEP_RUN_ID_TAG = "dlbench.sweep_run_id"  # on `mlflow run`'s own run: the sweep it started
 MLFLOW_RUN_ID_TAG = "dlbench.mlflow_run_id"  # on the sweep's parent: `mlflow run`'s run

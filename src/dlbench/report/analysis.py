@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dlbench.core.execution import UNCOMPILED, execution_class
 from dlbench.core.names import SPREAD_LIMIT
 from dlbench.report.load import JobRow
 
@@ -76,16 +77,20 @@ class Entry:
 
 @dataclass
 class Group:
-    """The runs of one model and mode (and variant, when e.g. batch sizes were swept too)."""
+    """The runs of one model and mode (and variant, when e.g. batch sizes were swept too) in one execution
+    class: compiled runs and eager/graph runs are never in one table, so never compared with each other."""
 
     model: str
     mode: str
     variant: str
     entries: list[Entry]
+    execution: str = UNCOMPILED  # the class: compiled or eager/graph
+    show_execution: bool = False  # the runs reported together mix classes: name it in the title
 
     @property
     def title(self) -> str:
-        return f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
+        title = f"{self.model} {self.mode}" + (f" ({self.variant})" if self.variant else "")
+        return title + (f", {self.execution}" if self.show_execution else "")
 
     @property
     def unit(self) -> str:
@@ -95,6 +100,7 @@ class Group:
     @property
     def slug(self) -> str:
         raw = f"{self.model}-{self.mode}" + (f"-{self.variant}" if self.variant else "")
+        raw += f"-{self.execution}" if self.show_execution else ""
         return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()
 
     def frame(self) -> pd.DataFrame:
@@ -105,6 +111,7 @@ class Group:
             rows.append(
                 {
                     "framework": j.framework,
+                    "execution": j.execution,
                     "precision": j.precision,
                     "throughput": j.metric("throughput"),
                     "p05": j.metric("throughput_p05"),
@@ -132,7 +139,7 @@ class Group:
 
 @dataclass
 class Finding:
-    """One generated sentence. kind: framework | precision | tie."""
+    """One generated sentence. kind: mode (the runs mix execution modes) | framework | precision | tie."""
 
     kind: str
     group: str
@@ -213,25 +220,50 @@ def analyze(jobs: list[JobRow]) -> Analysis:
         if j.mode == CONVERGE:
             continue  # mode=converge runs are the Accuracy section's (report/accuracy.py)
         if j.status == "FINISHED" and not math.isnan(j.metric("throughput")):
-            latest_ok[(j.model, j.mode, variant[j.run_id], j.framework, j.precision)] = j
+            latest_ok[_key(j, variant)] = j
     ok_ids = {j.run_id for j in latest_ok.values()}
     failed, hidden = [], 0
     for j in jobs:
         if j.run_id in ok_ids or (j.mode == CONVERGE and j.status == "FINISHED"):
             continue
-        newer = latest_ok.get((j.model, j.mode, variant[j.run_id], j.framework, j.precision))
+        newer = latest_ok.get(_key(j, variant))
         if newer is not None and newer.start_ms >= j.start_ms:
             hidden += 1  # superseded by a newer finished run of the same configuration
         else:
             failed.append(j)
     failed.sort(key=lambda j: j.start_ms)
 
-    by_group: dict[tuple[str, str, str], list[JobRow]] = {}
-    for (model, mode, var, _, _), j in latest_ok.items():
-        by_group.setdefault((model, mode, var), []).append(j)
-    groups = [_group(model, mode, var, members) for (model, mode, var), members in sorted(by_group.items())]
-    findings = [f for g in groups for f in _findings(g)]
+    by_group: dict[tuple[str, str, str, str], list[JobRow]] = {}
+    for (model, mode, var, *_), j in latest_ok.items():
+        by_group.setdefault((model, mode, var, execution_class(j.execution)), []).append(j)
+    mixed = len({cls for *_, cls in by_group}) > 1
+    groups = [
+        _group(model, mode, var, members, cls, mixed)
+        for (model, mode, var, cls), members in sorted(by_group.items())
+    ]
+    findings = _mode_findings(list(latest_ok.values())) + [f for g in groups for f in _findings(g)]
     return Analysis(groups, failed, findings, hidden, notes=_thread_notes(list(latest_ok.values())))
+
+
+def _key(j: JobRow, variant: dict[str, str]) -> tuple[str, ...]:
+    """A configuration: runs with the same key are repeats of one another (the newest is shown)."""
+    return (j.model, j.mode, variant[j.run_id], j.execution, j.framework, j.precision)
+
+
+def _mode_findings(jobs: list[JobRow]) -> list[Finding]:
+    """The one sentence that heads the findings when the runs mix compiled and eager/graph execution."""
+    if len({execution_class(j.execution) for j in jobs}) < 2:
+        return []
+    modes = sorted({(j.framework, j.execution) for j in jobs})
+    per_fw = "; ".join(
+        f"{fw}: {', '.join(m for f, m in modes if f == fw)}"
+        for fw in _order([f for f, _ in modes], FRAMEWORK_ORDER)
+    )
+    text = (
+        f"These runs mix execution modes ({per_fw}): frameworks are compared only within compiled runs "
+        "(torch.compile, XLA) or within eager/graph runs, each in tables of their own, never across."
+    )
+    return [Finding("mode", "", text)]
 
 
 def _thread_notes(jobs: list[JobRow]) -> list[str]:
@@ -248,13 +280,13 @@ def _thread_notes(jobs: list[JobRow]) -> list[str]:
     return notes
 
 
-def _group(model: str, mode: str, variant: str, jobs: list[JobRow]) -> Group:
+def _group(model: str, mode: str, variant: str, jobs: list[JobRow], cls: str, mixed: bool) -> Group:
     fw_order = _order([j.framework for j in jobs], FRAMEWORK_ORDER)
     pr_order = _order([j.precision for j in jobs], PRECISION_ORDER)
-    jobs = sorted(jobs, key=lambda j: (fw_order.index(j.framework), pr_order.index(j.precision)))
+    jobs = sorted(jobs, key=lambda j: (fw_order.index(j.framework), j.execution, pr_order.index(j.precision)))
     entries = [Entry(j) for j in jobs]
     for e in entries:
-        base = next((j for j in jobs if j.framework == e.job.framework and j.precision == BASELINE), None)
+        base = _baseline(e.job, jobs)
         if base is not None:
             e.speedup = ratio(e.job.metric("throughput"), base.metric("throughput"))
             lo, hi = interval(e.job)
@@ -263,7 +295,25 @@ def _group(model: str, mode: str, variant: str, jobs: list[JobRow]) -> Group:
                 e.speedup_range = (lo / b_hi, hi / b_lo)
         fastest = max(j.metric("throughput") for j in jobs if j.precision == e.job.precision)
         e.rel_fastest = ratio(e.job.metric("throughput"), fastest)
-    return Group(model, mode, variant, entries)
+    return Group(model, mode, variant, entries, cls, mixed)
+
+
+def _baseline(job: JobRow, jobs: list[JobRow]) -> JobRow | None:
+    """The same framework, in the same execution mode, at fp32."""
+    return next(
+        (
+            j
+            for j in jobs
+            if (j.framework, j.execution, j.precision) == (job.framework, job.execution, BASELINE)
+        ),
+        None,
+    )
+
+
+def _name(job: JobRow, jobs: list[JobRow]) -> str:
+    """The framework, with its execution mode where the table holds it in more than one mode."""
+    several = len({j.execution for j in jobs if j.framework == job.framework}) > 1
+    return f"{job.framework} ({job.execution})" if several else job.framework
 
 
 def precision_label(name: str) -> str:
@@ -287,26 +337,30 @@ def _findings(g: Group) -> list[Finding]:
         same = sorted((j for j in jobs if j.precision == precision), key=lambda j: -j.metric("throughput"))
         if len(same) < 2:
             continue
-        best, where = same[0], f"on {g.model} {g.mode} {precision}" + (f" ({g.variant})" if g.variant else "")
+        details = [g.variant] * bool(g.variant) + [f"{g.execution} runs"] * g.show_execution
+        best, where = (
+            same[0],
+            f"on {g.model} {g.mode} {precision}" + (f" ({', '.join(details)})" if details else ""),
+        )
         beaten, ties = [], []
         for other in same[1:]:
             r = ratio(best.metric("throughput"), other.metric("throughput"))
-            (beaten if separated(best, other) else ties).append((other.framework, r))
+            (beaten if separated(best, other) else ties).append((_name(other, jobs), r))
         if beaten:
             parts = [f"{faster_text(r)} than {fw}" for fw, r in beaten]
-            out.append(Finding("framework", g.title, f"{where}, {best.framework} is {_join(parts)}."))
+            out.append(Finding("framework", g.title, f"{where}, {_name(best, jobs)} is {_join(parts)}."))
         if ties:
-            names = _join([best.framework] + [fw for fw, _ in ties])
+            names = _join([_name(best, jobs)] + [fw for fw, _ in ties])
             out.append(
                 Finding("tie", g.title, f"{where}, {names} are within the measured spread (no clear winner).")
             )
     # Each reduced precision against fp32, per framework.
     for e in sound:
         j = e.job
-        base = next((x for x in jobs if x.framework == j.framework and x.precision == BASELINE), None)
+        base = _baseline(j, jobs)
         if j.precision == BASELINE or math.isnan(e.speedup) or base is None:
             continue
-        what, where = precision_label(j.precision), f"{j.framework} on {g.title}"
+        what, where = precision_label(j.precision), f"{_name(j, jobs)} on {g.title}"
         if separated(j, base):
             out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×."))
         elif separated(base, j):

@@ -16,9 +16,11 @@ from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from dlbench.core.execution import execution
 from dlbench.core.names import (
     EVAL_FLAG_TAG,
     EVAL_METRIC_TAG,
+    EXECUTION_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
     KIND_SWEEP,
@@ -39,9 +41,6 @@ VARIANT_PARAMS = (
     "batch_size",
     "dataset.name",
     "device",
-    "framework.compile",
-    "framework.xla",
-    "framework.hybridize",
     "data.decode",
     # CPU threads the framework reported using (threads.* params): runs at different counts are never
     # compared with each other, so a framework left on one thread cannot lose to one given two.
@@ -86,6 +85,7 @@ class JobRow:
     gpu_name: str | None = None
     host: dict[str, str] = field(default_factory=dict)  # the host.* tags (host_facts)
     threads: str | None = None  # "intra/inter-op" threads the framework reported, e.g. "2/2"
+    execution: str = "eager"  # how the step ran: eager, graph, hybridized, xla, torch.compile(mode)
     converge: dict[str, str] = field(default_factory=dict)  # mode=converge: seed, metric, target, flag
 
     def metric(self, key: str) -> float:
@@ -261,7 +261,14 @@ def job_row(run: Run) -> JobRow:
         if "threads.intra_op" in p
         else None,
         converge=_converge_facts(p, t),
+        execution=t.get(EXECUTION_TAG) or _execution(p),
     )
+
+
+def _execution(params: dict[str, str]) -> str:
+    """A run recorded before the run.execution tag: its mode from the framework knobs it was given."""
+    knobs = {k.removeprefix("framework."): v for k, v in params.items() if k.startswith("framework.")}
+    return execution(params.get("framework.name", "?"), knobs)
 
 
 def _converge_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:

@@ -68,7 +68,7 @@ class Block:
 def result_table(group: Group, show_spread: bool) -> Table:
     """The per-(model, mode) table as text cells; '–' wherever a metric was not logged."""
     unit = group.unit
-    headers = ["framework", "precision", f"throughput ({unit}/s)", "p5–p95"]
+    headers = ["framework", "execution", "precision", f"throughput ({unit}/s)", "p5–p95"]
     if show_spread:
         headers.append("repeat spread")
     headers += [
@@ -90,7 +90,7 @@ def result_table(group: Group, show_spread: bool) -> Table:
         marks += ([SHARED] if j.gpu_flag else []) + ([j.clock_flag] if j.clock_flag else [])
         suffix = "".join(f" {FLAG} {m}" for m in marks)
         framework = f"{j.framework} {REUSED}" if j.reused else j.framework
-        row = [framework, j.precision_label, fmt_throughput(j.metric("throughput")) + suffix]
+        row = [framework, j.execution, j.precision_label, fmt_throughput(j.metric("throughput")) + suffix]
         row.append(DASH if _missing(p05) or _missing(p95) else f"{fmt_throughput(p05)}–{fmt_throughput(p95)}")
         if show_spread:
             spread = j.metric("throughput_spread")

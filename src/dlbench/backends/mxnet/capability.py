@@ -2,6 +2,7 @@
 
 - Its CUDA builds (mxnet-cu117 and older) carry no code for Hopper (sm_90) or later: on such a GPU it runs on
   the CPU (device=auto) or not at all (device=cuda).
+- It has no whole-step compiler like XLA or torch.compile: `execution=compiled` is not run.
 - On a CPU it has no float16 convolution or GEMM ("FP16 gemm on cpu not implemented!"), and computes bfloat16
   only with oneDNN's AVX-512 (avx512_core) kernels: an AVX2-only CPU, or oneDNN capped below AVX-512
   (ONEDNN_MAX_CPU_ISA=AVX2), cannot run its bfloat16 cells, which `precision=amp` means on a CPU.
@@ -21,6 +22,11 @@ def runs_on_gpu(gpu: tuple[str, tuple[int, int]]) -> bool:
 
 
 def unsupported(job: JobConfig, where: Where) -> str | None:
+    if job.execution == "compiled":
+        return (
+            "MXNet 1.9.1 has no whole-step compiler (hybridize builds a graph, which runs under execution=eager); "
+            "compare it with execution=eager"
+        )
     if where.kind == "cuda" and where.gpus and not runs_on_gpu(where.gpus[0]):
         name, (major, minor) = where.gpus[0]
         return (

@@ -1,0 +1,53 @@
+"""Execution mode as an axis: `execution=eager|compiled` sets each framework's compile knob, every run is
+tagged with the mode it ran in, and MXNet (no whole-step compiler) is not run under `execution=compiled`."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.backends import capability
+from dlbench.config import JobConfig, validate
+from dlbench.core.execution import COMPILED, UNCOMPILED, apply_execution, execution, execution_class
+from dlbench.errors import ConfigError
+
+
+def test_each_framework_knob_names_a_mode_from_config_or_mlflow_params():
+    assert execution("torch", {"compile": False}) == "eager"
+    assert (
+        execution("torch", {"compile": "True", "compile_mode": "max-autotune"})
+        == "torch.compile(max-autotune)"
+    )
+    assert execution("tf", {"xla": "False"}) == "graph"
+    assert execution("tf", {"xla": True}) == "xla"
+    assert execution("mxnet", {}) == "hybridized" and execution("mxnet", {"hybridize": "False"}) == "eager"
+    assert [execution_class(m) for m in ("eager", "graph", "hybridized")] == [UNCOMPILED] * 3
+    assert [execution_class(m) for m in ("xla", "torch.compile(default)")] == [COMPILED] * 2
+
+
+@pytest.mark.parametrize(("framework", "knob"), [("torch", "compile"), ("tf", "xla")])
+def test_execution_sets_the_compile_knob_and_null_leaves_it(compose, framework, knob):
+    for chosen, want in (("compiled", True), ("eager", False)):
+        job = JobConfig.from_dict(compose([f"framework={framework}", f"execution={chosen}"]))
+        validate(job)
+        apply_execution(job.framework, job.execution)
+        assert getattr(job.framework, knob) is want
+    job = JobConfig.from_dict(compose([f"framework={framework}", f"framework.{knob}=true"]))
+    apply_execution(job.framework, job.execution)
+    assert getattr(job.framework, knob) is True  # execution=null: the framework's own knob stands
+
+
+def test_a_bad_execution_is_one_line_and_mxnet_compiled_is_not_run(compose):
+    job = JobConfig.from_dict(compose(["execution=fast"]))
+    with pytest.raises(ConfigError, match="execution='fast': use eager or compiled"):
+        validate(job)
+    mx = JobConfig.from_dict(compose(["framework=mxnet", "execution=compiled", "precision=fp32"]))
+    assert "no whole-step compiler" in capability.check(mx, gpus=[]).reason
+    mx.execution = "eager"
+    assert capability.check(mx, gpus=[]).reason is None
+
+
+def test_the_gpu_framework_preset_crosses_frameworks_modes_and_tensor_core_precisions(compose):
+    cfg = compose(["+experiment=frameworks_gpu"], hydra=True)
+    params = dict(cfg.hydra.sweeper.params)
+    assert params == {"framework": "tf,torch", "execution": "eager,compiled", "precision": "amp,bf16,tf32"}
+    assert cfg.device == "cuda"

@@ -1,0 +1,225 @@
+"""What the TensorFlow yardsticks (bare_tf_*.py) share: flags, the precision switches, the tf.function step
+(XLA or graph), warm-up then timed windows synchronized only at their edges, and the one `BARE {json}` line
+each prints (the keys of the PyTorch yardsticks' line, plus "framework": "tf", "xla", "tf" and "params").
+
+It imports nothing from dlbench on purpose: a yardstick is the loop a careful Keras user writes by hand, and
+dlbench's figure for the same job must come within 1% of it in the same command.
+
+Precision, as dlbench defines it (set before a model is built: Keras layers read the global policy then):
+  fp32 -> policy float32, TF32 off (TF enables TF32 by default, so true FP32 must switch it off)
+  tf32 -> policy float32, TF32 on
+  amp  -> mixed_float16 + LossScaleOptimizer on a GPU; mixed_bfloat16 (no loss scaling) on the CPU
+  bf16 -> mixed_bfloat16
+Float inputs arrive as float32 (the variables' dtype, as dlbench's synthetic data does): the first layer casts.
+
+The step is one tf.function call per step (jit_compile=True with --xla), as dlbench's TF bench runs it; a
+call returns once its kernels are enqueued on a GPU, so the device is synchronized only at window edges,
+with tf.test.experimental.sync_devices() (what dlbench's TF bench uses): it waits for all queued work,
+the optimizer's variable updates included, which reading the loss back would not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import gc
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+
+def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.ArgumentParser:
+    """The flags every TF yardstick takes; each script adds its own model and batch flags."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    p.add_argument("--precision", default="amp", help="fp32|tf32|amp|bf16, or a comma list")
+    p.add_argument("--mode", default="train", help="train|infer, or a comma list")
+    p.add_argument("--warmup", type=int, default=warmup, help="untimed steps first (tracing, XLA, autotune)")
+    p.add_argument("--steps", type=int, default=steps, help="steps per timed window")
+    p.add_argument("--windows", type=int, default=windows, help="timed windows; the median is the figure")
+    p.add_argument("--xla", action="store_true", help="tf.function(jit_compile=True); else graph mode")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:
+    """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each.
+    Returns the worst exit code."""
+    a = p.parse_args()
+    lists = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
+    for key, allowed in lists.items():
+        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
+        if bad:
+            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
+    code = 0
+    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
+        one = copy.copy(a)
+        one.precision, one.mode = precision, mode
+        code = max(code, run(one))
+        keras.backend.clear_session()  # the last configuration's model, optimizer and traces
+        gc.collect()
+    return code
+
+
+@dataclass
+class Precision:
+    """What a precision name means on a device: the Keras policy, compute dtype, variable dtype, loss
+    scaling (float16 training only) and the TF device string."""
+
+    device: str  # "cuda" | "cpu"
+    tf_device: str  # "/GPU:0" | "/CPU:0"
+    policy: str
+    compute_dtype: str
+    variable_dtype: str
+    loss_scaling: bool
+
+    def scope(self) -> contextlib.AbstractContextManager:
+        return tf.device(self.tf_device)
+
+    def wrap(self, opt: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+        return keras.optimizers.LossScaleOptimizer(opt) if self.loss_scaling else opt
+
+
+def setup(a: argparse.Namespace) -> Precision:
+    """Device (memory growth on), seeds, TF32 switch and the global Keras dtype policy."""
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:
+        with contextlib.suppress(RuntimeError):  # already initialised by an earlier configuration
+            tf.config.experimental.set_memory_growth(gpu, True)
+    if a.device == "cuda" and not gpus:
+        sys.exit(f"--device cuda: TensorFlow {tf.__version__} sees no GPU here")
+    on_gpu = bool(gpus) and a.device != "cpu"
+    if gpus and not on_gpu:
+        with contextlib.suppress(RuntimeError):
+            tf.config.set_visible_devices([], "GPU")
+    keras.utils.set_random_seed(a.seed)
+    tf.config.experimental.enable_tensor_float_32_execution(a.precision == "tf32")
+    compute = {"amp": "float16" if on_gpu else "bfloat16", "bf16": "bfloat16"}.get(a.precision, "float32")
+    policy = f"mixed_{compute}" if compute != "float32" else "float32"
+    keras.mixed_precision.set_global_policy(policy)
+    return Precision(
+        device="cuda" if on_gpu else "cpu",
+        tf_device="/GPU:0" if on_gpu else "/CPU:0",
+        policy=policy,
+        compute_dtype=compute,
+        variable_dtype="float32",
+        loss_scaling=compute == "float16" and a.mode == "train",
+    )
+
+
+def function(fn: Callable, a: argparse.Namespace) -> Callable:
+    """The step as a tf.function: XLA-compiled with --xla, a TF graph otherwise."""
+    return tf.function(fn, jit_compile=bool(a.xla))
+
+
+def on_device(array: np.ndarray, dtype: str | None = None) -> tf.Tensor:
+    """A host array copied to the current device once (call inside Precision.scope())."""
+    return tf.identity(tf.constant(array, dtype=dtype))
+
+
+def train_step(model: keras.Model, opt: keras.optimizers.Optimizer, loss_of: Callable, prec: Precision):
+    """The plain Keras 3 custom training step: tape, (scaled) gradients, optimizer.apply. `loss_of(model,
+    *batch)` returns the float32 scalar loss."""
+    variables = model.trainable_variables
+
+    def step(*batch):
+        with tf.GradientTape() as tape:
+            loss = loss_of(model, *batch)
+            scaled = opt.scale_loss(loss) if prec.loss_scaling else loss
+        grads = tape.gradient(scaled, variables)
+        opt.apply(grads, variables)  # LossScaleOptimizer unscales and skips non-finite steps
+        return loss
+
+    return step
+
+
+def build_optimizer(opt: keras.optimizers.Optimizer, model: keras.Model, prec: Precision):
+    """Wrap for loss scaling and make the slots eagerly (not inside the first trace)."""
+    opt = prec.wrap(opt)
+    opt.build(model.trainable_variables)
+    return opt
+
+
+def param_count(model: keras.Model) -> int:
+    """Trainable parameters (BN moving statistics excluded, like torch's buffers)."""
+    return int(sum(np.prod(v.shape) for v in model.trainable_weights))
+
+
+def sync() -> None:
+    tf.test.experimental.sync_devices()
+
+
+def measure(step: Callable[[], tuple[int, tf.Tensor | None]], a: argparse.Namespace, prec: Precision):
+    """Warm-up, then `windows` windows of `steps` steps, the devices synchronized only at window edges and
+    units counted on the host. `step` returns (units done, loss or None). Returns (units/s per window,
+    last loss)."""
+    loss = None
+    with prec.scope():
+        for _ in range(a.warmup):
+            _, loss = step()
+        sync()
+        rates = []
+        for _ in range(a.windows):
+            t0 = time.perf_counter()
+            units = 0
+            for _ in range(a.steps):
+                n, loss = step()
+                units += n
+            sync()
+            rates.append(units / (time.perf_counter() - t0))
+    return rates, loss
+
+
+def gpu_name() -> str | None:
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    details = tf.config.experimental.get_device_details(gpus[0])
+    return details.get("device_name")
+
+
+def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:
+    """Print the one BARE line (median and p5/p95 over windows, final loss) and return the exit code:
+    3 when a training loss ended NaN or inf, which voids the figure."""
+    cuts = statistics.quantiles(rates, n=20, method="inclusive") if len(rates) > 1 else rates * 19
+    last = None if loss is None else float(loss)
+    finite = last is None or math.isfinite(last)
+    result = {
+        **vars(a),
+        **facts,
+        "framework": "tf",
+        "compile": False,  # torch.compile: never here (the execution mode is "xla"); read by yardsticks/page.py
+        "device": prec.device,
+        "compute_dtype": prec.compute_dtype,
+        "policy": prec.policy,
+        "loss_scale": "dynamic" if prec.loss_scaling else "none",
+        "tf32": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+        "throughput": statistics.median(rates),
+        "p05": cuts[0],
+        "p95": cuts[18],
+        "all": rates,
+        "loss_last": last,
+        "loss_finite": finite,
+        "tf": tf.__version__,
+        "keras": keras.__version__,
+    }
+    if prec.device == "cuda":
+        result["gpu"] = gpu_name()
+    print("BARE " + json.dumps(result), flush=True)
+    if not finite:
+        print(f"non-finite final loss {last}: the figure is void", file=sys.stderr)
+        return 3
+    return 0

@@ -1,0 +1,328 @@
+"""TensorFlow yardstick for the Transformer: the translation training loop and greedy decoder a careful Keras
+user writes by hand, no harness around them.
+
+Transformer-base (Vaswani et al. 2017) in plain Keras 3: post-norm, d_model 512, 8 heads, FFN 2048, 6 + 6
+layers, dropout 0.1, sinusoidal positions, one 32,000-token vocabulary shared by source, target and the
+(tied) output projection, LayerNorm eps 1e-5, no final encoder or decoder norm: 60,522,496 trainable
+parameters. Self-attention projects q/k/v with one fused dense, cross-attention q from the decoder and a
+fused k/v from the encoder output; attention is keras.ops.dot_product_attention (causal flag in the decoder;
+a key-padding mask on every batch by default, as dlbench's TF model passes one; `--mask auto` only on
+batches with padding). Loss: label-smoothed (0.1) cross-entropy over non-padding labels, in float32; Adam
+(0.9, 0.98, eps 1e-9) with the paper's schedule (linear warm-up over --lr-warmup steps to d^-0.5 *
+warmup^-0.5, then inverse square root), computed inside the step.
+
+Synthetic data made once and kept on the device: a pool of batches of `--batch-tokens // --max-len` sentence
+pairs, source and target lengths uniform in [--min-len, --max-len] (all equal with --min-len = --max-len:
+dlbench's model.lengths=fixed), padded to --max-len so every step has one shape. Training counts **target
+tokens** (non-padding labels) per second; one tf.function call per step (XLA with --xla).
+`--mode infer` is greedy decoding with cached keys and values: the encoder once (one tf.function), then
+--decode-len positions, each one tf.function call (XLA with --xla) that extends every decoder layer's
+key/value cache by one position (concatenation, as dlbench's TF model; `--cache fixed`: caches preallocated
+to --decode-len, written at t and masked beyond it, one shape, so XLA compiles the step once instead of once
+per length) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
+generated tokens (sentences x decode length) per second.
+
+Usage: python yardsticks/bare_tf_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64] [--xla]
+       [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20] [--steps 20]
+       [--windows 8] [--device auto|cuda|cpu] [--mask always|auto] [--vocab 32000] [--d-model 512]
+       [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--cache grow|fixed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import sys
+
+import bare_tf_common as common
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers, ops
+
+PAD, BOS, EOS, FIRST_WORD = 0, 1, 2, 4
+
+
+def dense(units: int) -> layers.Dense:
+    return layers.Dense(units, kernel_initializer="glorot_uniform")
+
+
+def norm() -> layers.LayerNormalization:
+    return layers.LayerNormalization(epsilon=1e-5)
+
+
+def split_heads(x, h: int):
+    s = tf.shape(x)
+    return tf.reshape(x, (s[0], s[1], h, -1))  # (B, T, H, D): dot_product_attention's layout
+
+
+def merge_heads(x):
+    s = tf.shape(x)
+    return tf.reshape(x, (s[0], s[1], -1))
+
+
+class SelfAttention(layers.Layer):
+    def __init__(self, d: int, heads: int, **kw) -> None:
+        super().__init__(**kw)
+        self.h, self.qkv, self.out = heads, dense(3 * d), dense(d)
+
+    def call(self, x, mask=None, causal: bool = False):
+        q, k, v = (split_heads(t, self.h) for t in tf.split(self.qkv(x), 3, -1))
+        return self.out(merge_heads(ops.dot_product_attention(q, k, v, mask=mask, is_causal=causal)))
+
+    def step(self, x, k_cache, v_cache, t=None):
+        """One new position (B, 1, d) against the cached keys/values: grown ones (B, t, H, D), extended by
+        concatenation (t None), or fixed ones (B, steps, H, D) that position t is written into."""
+        q, k, v = (split_heads(t, self.h) for t in tf.split(self.qkv(x), 3, -1))
+        if t is None:  # grown: (B, t, H, D) -> (B, t + 1, H, D)
+            k, v = tf.concat([k_cache, k], 1), tf.concat([v_cache, v], 1)
+            return self.out(merge_heads(ops.dot_product_attention(q, k, v))), k, v
+        # fixed: (B, steps, H, D) caches, position t written in, attention over positions <= t only
+        at = tf.range(tf.shape(k_cache)[1])
+        put = tf.cast(tf.equal(at, t), k.dtype)[None, :, None, None]
+        k, v = k_cache * (1 - put) + k * put, v_cache * (1 - put) + v * put
+        mask = tf.less_equal(at, t)[None, None, None, :]
+        return self.out(merge_heads(ops.dot_product_attention(q, k, v, mask=mask))), k, v
+
+
+class CrossAttention(layers.Layer):
+    def __init__(self, d: int, heads: int, **kw) -> None:
+        super().__init__(**kw)
+        self.h, self.q, self.kv, self.out = heads, dense(d), dense(2 * d), dense(d)
+
+    def keys_values(self, memory):
+        k, v = tf.split(self.kv(memory), 2, -1)
+        return split_heads(k, self.h), split_heads(v, self.h)
+
+    def call(self, x, kv, mask):
+        return self.out(
+            merge_heads(ops.dot_product_attention(split_heads(self.q(x), self.h), *kv, mask=mask))
+        )
+
+
+class EncoderLayer(layers.Layer):
+    def __init__(self, d: int, heads: int, d_ff: int, dropout: float, **kw) -> None:
+        super().__init__(**kw)
+        self.attn, self.ff1, self.ff2 = SelfAttention(d, heads), dense(d_ff), dense(d)
+        self.norm1, self.norm2, self.drop = norm(), norm(), layers.Dropout(dropout)
+
+    def call(self, x, mask, training: bool = False):
+        x = self.norm1(x + self.drop(self.attn(x, mask), training=training))
+        return self.norm2(x + self.drop(self.ff2(tf.nn.relu(self.ff1(x))), training=training))
+
+
+class DecoderLayer(layers.Layer):
+    def __init__(self, d: int, heads: int, d_ff: int, dropout: float, **kw) -> None:
+        super().__init__(**kw)
+        self.attn, self.cross = SelfAttention(d, heads), CrossAttention(d, heads)
+        self.ff1, self.ff2 = dense(d_ff), dense(d)
+        self.norm1, self.norm2, self.norm3, self.drop = norm(), norm(), norm(), layers.Dropout(dropout)
+
+    def rest(self, x, kv, mask, training: bool):
+        x = self.norm2(x + self.drop(self.cross(x, kv, mask), training=training))
+        return self.norm3(x + self.drop(self.ff2(tf.nn.relu(self.ff1(x))), training=training))
+
+    def call(self, x, kv, mask, training: bool = False):
+        return self.rest(
+            self.norm1(x + self.drop(self.attn(x, causal=True), training=training)), kv, mask, training
+        )
+
+    def step(self, x, kv, mask, k_cache, v_cache, t=None):
+        y, k, v = self.attn.step(x, k_cache, v_cache, t)
+        return self.rest(self.norm1(x + y), kv, mask, False), k, v
+
+
+def sinusoid(n: int, d: int) -> np.ndarray:
+    pos = np.arange(n, dtype=np.float64)[:, None]
+    freq = np.power(10000.0, -np.arange(0, d, 2, dtype=np.float64) / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(pos * freq), np.cos(pos * freq)
+    return pe.astype(np.float32)
+
+
+class Transformer(keras.Model):
+    """Encoder-decoder with one embedding shared by source, target and the output projection."""
+
+    def __init__(self, vocab=32000, d=512, heads=8, d_ff=2048, layers_=6, dropout=0.1, max_len=1024, **kw):
+        super().__init__(**kw)
+        self.d, self.heads = d, heads
+        self.embed = layers.Embedding(
+            vocab, d, embeddings_initializer=keras.initializers.RandomNormal(0, d**-0.5)
+        )
+        self.pe = tf.constant(sinusoid(max_len, d))
+        self.enc = [EncoderLayer(d, heads, d_ff, dropout) for _ in range(layers_)]
+        self.dec = [DecoderLayer(d, heads, d_ff, dropout) for _ in range(layers_)]
+        self.drop = layers.Dropout(dropout)
+
+    def embed_at(self, ids, start=0, training: bool = False):
+        x = self.embed(ids)
+        pe = tf.cast(tf.gather(self.pe, start + tf.range(tf.shape(ids)[1])), x.dtype)  # XLA: static size
+        return self.drop(x * math.sqrt(self.d) + pe, training=training)
+
+    def encode(self, src, masked: bool, training: bool = False):
+        """Each decoder layer's cross-attention keys/values of the encoder output, and the key mask."""
+        mask = tf.not_equal(src, PAD)[:, None, None, :] if masked else None
+        x = self.embed_at(src, training=training)
+        for layer in self.enc:
+            x = layer(x, mask, training=training)
+        return [layer.cross.keys_values(x) for layer in self.dec], mask
+
+    def logits(self, x):
+        return tf.matmul(x, tf.cast(self.embed.embeddings, x.dtype), transpose_b=True)
+
+    def call(self, inputs, training: bool = False, masked: bool = True):
+        src, tgt_in = inputs
+        cross, mask = self.encode(src, masked, training)
+        y = self.embed_at(tgt_in, training=training)
+        for layer, kv in zip(self.dec, cross, strict=True):
+            y = layer(y, kv, mask, training=training)
+        return self.logits(y)
+
+    def decode_step(self, prev, done, t, caches, cross, mask, fixed: bool = False):
+        """Position t from each sentence's previous token: (next ids, PAD after EOS; done; caches + t)."""
+        y = self.embed_at(prev[:, None], t)
+        grown = []
+        for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
+            y, k, v = layer.step(y, kv, mask, k, v, t if fixed else None)
+            grown.append((k, v))
+        ids = tf.cast(tf.argmax(self.logits(y[:, 0]), -1), tf.int32)
+        ids = tf.where(done, tf.zeros_like(ids), ids)
+        return ids, tf.logical_or(done, tf.equal(ids, EOS)), grown
+
+
+def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = False) -> list:
+    """Greedy decoding of `steps` positions with the key/value caches: the encoder once, then one `decode`
+    call (model.decode_step as a tf.function) per position. Returns the (B,) id tensors, one per position."""
+    cross, mask = encode(src)
+    b = src.shape[0]
+    empty = tf.zeros((b, steps if fixed else 0, model.heads, model.d // model.heads), cross[0][0].dtype)
+    caches = [(empty, empty)] * len(model.dec)
+    ids, done, out = tf.fill([b], BOS), tf.zeros([b], tf.bool), []
+    for t in range(steps):
+        ids, done, caches = decode(ids, done, tf.constant(t), caches, cross, mask, fixed)
+        out.append(ids)
+    return out
+
+
+def label_smoothed_ce(logits, labels, eps: float = 0.1):
+    logp = tf.nn.log_softmax(tf.cast(logits, tf.float32), -1)
+    nll = -tf.squeeze(tf.gather(logp, labels[..., None], batch_dims=2), -1)
+    per_token = (1.0 - eps) * nll - eps * tf.reduce_mean(logp, -1)
+    keep = tf.cast(tf.not_equal(labels, PAD), tf.float32)
+    return tf.reduce_sum(per_token * keep) / tf.maximum(tf.reduce_sum(keep), 1.0)
+
+
+class Noam(keras.optimizers.schedules.LearningRateSchedule):
+    """The paper's schedule: linear warm-up to d^-0.5 * warmup^-0.5, then inverse square root."""
+
+    def __init__(self, d: int, warmup: int) -> None:
+        self.peak, self.warmup = d**-0.5 * warmup**-0.5, float(warmup)
+
+    def __call__(self, step):
+        s = tf.cast(step, tf.float32) + 1.0
+        return self.peak * tf.where(s < self.warmup, s / self.warmup, tf.sqrt(self.warmup / s))
+
+    def get_config(self) -> dict:
+        return {"peak": self.peak, "warmup": self.warmup}
+
+
+def sentence_pairs(n: int, a: argparse.Namespace, rng: np.random.Generator):
+    """n random pairs, lengths uniform in [min_len, max_len], padded to max_len: (src, tgt_in, labels) int32.
+    The decoder reads BOS + target[:-1] and is trained to emit the target, which ends with EOS."""
+
+    def tokens(lengths: np.ndarray) -> np.ndarray:
+        ids = rng.integers(FIRST_WORD, a.vocab, (n, a.max_len))
+        pos = np.arange(a.max_len)
+        ids[pos == (lengths - 1)[:, None]] = EOS
+        ids[pos >= lengths[:, None]] = PAD
+        return ids.astype(np.int32)
+
+    src = tokens(rng.integers(a.min_len, a.max_len + 1, n))
+    labels = tokens(rng.integers(a.min_len, a.max_len + 1, n))
+    tgt_in = np.concatenate([np.full((n, 1), BOS, np.int32), labels[:, :-1]], 1)
+    tgt_in[labels == PAD] = PAD
+    return src, tgt_in, labels
+
+
+def build(a: argparse.Namespace) -> Transformer:
+    model = Transformer(
+        a.vocab, a.d_model, a.heads, a.d_ff, a.layers, a.dropout, max(1024, a.decode_len or 0)
+    )
+    model((np.full((1, 2), FIRST_WORD, np.int32), np.full((1, 2), FIRST_WORD, np.int32)))  # make the weights
+    return model
+
+
+def run(a: argparse.Namespace) -> int:
+    prec = common.setup(a)
+    a.batch_tokens = a.batch_tokens or (5120 if prec.device == "cuda" else 256)
+    a.decode_len = a.decode_len or a.max_len
+    sentences = max(1, a.batch_tokens // a.max_len)
+    masked = a.mask == "always" or a.min_len < a.max_len
+    rng = np.random.default_rng(a.seed)
+    host = [sentence_pairs(sentences, a, rng) for _ in range(a.pool)]
+    counts = [int((labels != PAD).sum()) for _, _, labels in host]
+    it = itertools.count()
+    with prec.scope():
+        model = build(a)
+        pool = [tuple(common.on_device(x) for x in batch) for batch in host]
+        if a.mode == "train":
+
+            def loss_of(m, src, tgt_in, labels):
+                return label_smoothed_ce(m((src, tgt_in), training=True, masked=masked), labels)
+
+            opt = keras.optimizers.Adam(Noam(a.d_model, a.lr_warmup), beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+            opt = common.build_optimizer(opt, model, prec)
+            fn = common.function(common.train_step(model, opt, loss_of, prec), a)
+
+            def step():
+                i = next(it) % a.pool
+                return counts[i], fn(*pool[i])
+        else:
+            encode = common.function(lambda src: model.encode(src, masked), a)
+            # grown caches change shape every call: one relaxed trace in graph mode, but XLA compiles each
+            # length once (all met in the warm-up's first decode); fixed caches keep one shape
+            decode = tf.function(model.decode_step, jit_compile=bool(a.xla), reduce_retracing=True)
+
+            def step():
+                greedy(model, pool[next(it) % a.pool][0], a.decode_len, encode, decode, a.cache == "fixed")
+                return sentences * a.decode_len, None
+
+    rates, loss = common.measure(step, a, prec)
+    unit = "generated tokens/s" if a.mode == "infer" else "target tokens/s"
+    return common.report(
+        a, prec, rates, loss, model="transformer", params=common.param_count(model), unit=unit, optimizer="adam",
+        sentences=sentences, target_tokens_per_batch=sum(counts) / len(counts),
+    )  # fmt: skip
+
+
+def main() -> int:
+    p = common.parser(__doc__, warmup=20, steps=20, windows=8)
+    p.add_argument(
+        "--batch-tokens", type=int, default=None, help="padded target tokens per batch (5120; CPU 256)"
+    )
+    p.add_argument("--min-len", type=int, default=8)
+    p.add_argument("--max-len", type=int, default=64)
+    p.add_argument("--decode-len", type=int, default=None, help="greedy decoding steps (default --max-len)")
+    p.add_argument("--pool", type=int, default=8, help="distinct synthetic batches, cycled")
+    p.add_argument(
+        "--mask", choices=("always", "auto"), default="always",
+        help="key-padding mask on every batch (as dlbench's TF model) or only on batches with padding",
+    )  # fmt: skip
+    p.add_argument(
+        "--cache", choices=("grow", "fixed"), default="grow",
+        help="decoding's key/value caches: grown by concatenation (as dlbench's TF model) or preallocated "
+        "to --decode-len with a position mask (one shape: XLA compiles the step once)",
+    )  # fmt: skip
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--d-ff", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--lr-warmup", type=int, default=4000, help="Adam's warm-up steps (the paper's 4,000)")
+    return common.run_all(p, run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
