@@ -1,4 +1,4 @@
-# Daily commands. Each target sets up the virtual environment first if needed (scripts/setup_env.sh).
+# Daily commands. Each target sets up the virtual environment first if needed (scripts/setup/setup_env.sh).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The default sweep: every framework at FP32 and mixed precision, on the quick preset; without an
@@ -19,7 +19,7 @@ AVX2 := ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 .PHONY: setup run test test-fast test-avx2 lint format ui report parity clean server server-stop coco-easy
 
 setup:
-	@DLBENCH_VENV=$(VENV) scripts/setup_env.sh
+	@DLBENCH_VENV=$(VENV) scripts/setup/setup_env.sh
 
 run: setup
 	$(PY) src/run.py $(SWEEP)
@@ -34,33 +34,33 @@ test-avx2: setup
 	$(AVX2) $(PY) -m pytest -q -k "$(CROSS)"
 
 lint: setup
-	$(VENV)/bin/ruff check src tests scripts
-	$(VENV)/bin/ruff format --check src tests scripts
+	$(VENV)/bin/ruff check src tests scripts yardsticks
+	$(VENV)/bin/ruff format --check src tests scripts yardsticks
 
 format: setup
-	$(VENV)/bin/ruff format src tests scripts
-	$(VENV)/bin/ruff check --fix src tests scripts
+	$(VENV)/bin/ruff format src tests scripts yardsticks
+	$(VENV)/bin/ruff check --fix src tests scripts yardsticks
 
 ui: setup
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 
-# A shared MLflow server: PostgreSQL + `mlflow server` on loopback (scripts/server.sh; DLBENCH_SERVER_AUTH=1
+# A shared MLflow server: PostgreSQL + `mlflow server` on loopback (scripts/setup/server.sh; DLBENCH_SERVER_AUTH=1
 # for basic auth). Prints the URI; sweeps then use `tracking=server`.
 server: setup
-	@DLBENCH_VENV=$(VENV) scripts/server.sh start
+	@DLBENCH_VENV=$(VENV) scripts/setup/server.sh start
 
 server-stop:
-	@scripts/server.sh stop
+	@scripts/setup/server.sh stop
 
 report: setup
 	$(PY) src/report.py
 
 parity: setup
-	$(PY) scripts/parity.py
+	$(PY) scripts/tools/parity.py
 
 # The easy generated COCO set +experiment=accuracy_ssd trains on (conf/experiment/accuracy_ssd.yaml says why).
 coco-easy: setup
-	$(PY) scripts/make_coco_dataset.py --out data/coco_easy --train 1024 --val 128 --objects shapes \
+	$(PY) scripts/datasets/make_coco_dataset.py --out data/coco_easy --train 1024 --val 128 --objects shapes \
 		--classes 3 --max-objects 1 --object-size 0.4 0.8 --plain
 
 clean:

@@ -1,7 +1,7 @@
 """dlbench report: `python src/report.py [--run ID | --experiment NAME] [--uri URI] [--out DIR] [--list]`.
 
-`python src/report.py page --source NAME DB [BARE] ... --out PATH` writes a GPU results page instead
-(dlbench.report.page; docs/results/ is made this way).
+The GPU results pages that pair the harness with the hand-written yardsticks (results/) are made by
+`python yardsticks/page.py`, beside the yardsticks.
 
 Hydra-style `run=ID experiment=NAME uri=URI out=DIR` work too. With neither --run nor --experiment the
 report covers the latest sweep of the `dlbench` experiment. Bad input (unknown run or experiment, no
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -50,36 +49,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def page(argv: list[str]) -> int:
-    """`page`: the results page of GPU runs from their databases (and bare-loop outputs)."""
-    from dlbench.report.page import Source, write_page
-
-    p = argparse.ArgumentParser(prog="python src/report.py page", description="a GPU results page (md + csv)")
-    p.add_argument("--source", nargs="+", action="append", required=True, metavar="NAME DB [BARE]")
-    p.add_argument("--out", type=Path, required=True, help="path without suffix: writes OUT.md and OUT.csv")
-    p.add_argument("--title", default="dlbench on one GPU")
-    p.add_argument("--notes", type=Path, help="Markdown appended after the tables")
-    a = p.parse_args(argv)
-    sources = []
-    for spec in a.source:
-        if len(spec) not in (2, 3):
-            print(f"report page: --source {' '.join(spec)}: give NAME DB [BARE_JSONL]", file=sys.stderr)
-            return 2
-        missing = [path for path in spec[1:] if not Path(path).is_file()]
-        if missing:
-            print(f"report page: {missing[0]} does not exist", file=sys.stderr)
-            return 2
-        sources.append(Source(spec[0], Path(spec[1]), Path(spec[2]) if len(spec) == 3 else None))
-    command = shlex.join(["python", "src/report.py", "page", *argv])
-    md, csv_path, jobs = write_page(sources, a.out, a.title, a.notes, command)
-    print(f"report page: {jobs} jobs -> {md}, {csv_path}")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["page"]:
-        return page(argv[1:])
+    if argv[:1] == ["page"]:  # the harness-vs-yardstick page lives beside the yardsticks it pairs
+        print("report: the GPU results page is made by `python yardsticks/page.py` now", file=sys.stderr)
+        return 2
     args = parse(argv)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # no migration chatter on stderr
     warnings.filterwarnings("ignore")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import tests.workloads.mlp  # noqa: F401  (registers the test-only workload in this process)
 from dlbench.core.cpu import onednn_avx512_core
 
 ROOT = Path(__file__).resolve().parents[1]

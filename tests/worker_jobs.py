@@ -13,13 +13,18 @@ from pathlib import Path
 
 from dlbench.config import JobConfig
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+TEST_WORKLOADS = (
+    "tests.workloads.mlp"  # registered in the subprocess by dlbench's registry ($DLBENCH_WORKLOADS)
+)
 
 
 def worker_env(**threads: str) -> dict[str, str]:
-    """dlbench importable, plus per-framework thread caps so parallel subprocesses do not thrash."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    """dlbench and the test-only workload importable, plus per-framework thread caps so parallel
+    subprocesses do not thrash."""
+    env = dict(os.environ, DLBENCH_WORKLOADS=TEST_WORKLOADS)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(ROOT), env.get("PYTHONPATH")]))
     env.update(threads)
     return env
 

@@ -201,7 +201,7 @@ def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **f
         **vars(a),
         **facts,
         "framework": "tf",
-        "compile": False,  # torch.compile: never here (the execution mode is "xla"); read by report/page.py
+        "compile": False,  # torch.compile: never here (the execution mode is "xla"); read by yardsticks/page.py
         "device": prec.device,
         "compute_dtype": prec.compute_dtype,
         "policy": prec.policy,

@@ -14,24 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.core.execution import EXECUTIONS
-from dlbench.tasks import TASKS, model_config_type, unknown_task
-from dlbench.tasks.classification import ClassificationConfig
-from dlbench.tasks.spec import ModelConfig
+from dlbench.core.spec import ModelConfig
+from dlbench.errors import ConfigError
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
 # dataset.format of the datasets read whole into memory, the data of mode=converge: images
-# (data/small_images.py), ratings (data/movielens.py), parallel_text (data/translation_epochs.py),
-# coco_memory (data/coco_memory.py, detection)
+# (workloads/classification/small_images.py), ratings (workloads/recommendation/movielens.py), parallel_text (workloads/translation/epochs.py),
+# coco_memory (workloads/detection/coco_memory.py, detection)
 MEMORY_FORMATS = ("idx", "sklearn", "ratings", "parallel_text", "coco_memory")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 OPTIMIZER_IMPLS = ("auto", "fused", "foreach")
-
-
-class ConfigError(ValueError):
-    """A configuration a job cannot run with; its message is one line naming the key and the fix."""
 
 
 @dataclass
@@ -163,8 +158,8 @@ class DebugConfig:
 class JobConfig:
     # The framework's own schema, chosen by framework.name.
     framework: FrameworkConfig = field(default_factory=TorchConfig)
-    # The model family's own schema (tasks/<task>.py), chosen by model.task.
-    model: ModelConfig = field(default_factory=ClassificationConfig)
+    # The model family's own schema (workloads/<task>/spec.py), chosen by model.task.
+    model: ModelConfig = field(default_factory=lambda: _model_config_type("classification")())
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
@@ -208,11 +203,19 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
         value = data[f.name]
         sub = _dataclass_type(f)
         if sub is not None and issubclass(sub, ModelConfig):  # the family's schema, by model.task
-            sub = model_config_type((value or {}).get("task", "classification"))
+            sub = _model_config_type((value or {}).get("task", "classification"))
         elif sub is not None and issubclass(sub, FrameworkConfig):  # the framework's schema, by name
             sub = FRAMEWORK_CONFIGS.get((value or {}).get("name", "torch"), FrameworkConfig)
         kwargs[f.name] = _from_dict(sub, value or {}) if sub else value
     return cls(**kwargs)
+
+
+def _model_config_type(task: str) -> type[ModelConfig]:
+    """The family's schema of `task`, from the task registry, imported only when a job is built: the
+    schema module itself loads no workload code."""
+    from dlbench.workloads.registry import model_config_type
+
+    return model_config_type(task)
 
 
 def _dataclass_type(f: dataclasses.Field) -> type | None:
@@ -285,6 +288,8 @@ def validate(job: JobConfig) -> None:
                 f"framework.optimizer_impl={fw.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
             ),
         ]
+    from dlbench.workloads.registry import unknown_task
+
     if (why := unknown_task(job.model.task)) is not None:
         raise ConfigError(why)
     for ok, message in [*checks, *job.model.check()]:
@@ -306,6 +311,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     from dlbench.launchers import register_launchers
+    from dlbench.workloads.registry import workloads
 
     register_launchers()
     cs = ConfigStore.instance()
@@ -317,7 +323,7 @@ def register_configs() -> None:
     cs.store(name="dlbench_schema", node=schema)
     for name, node in FRAMEWORK_CONFIGS.items():  # framework/<name>_schema: that framework's knobs only
         cs.store(group="framework", name=f"{name}_schema", node=node)
-    for task, entry in TASKS.items():  # model/<task>_schema: a family's own keys, nothing else
+    for task, entry in workloads().items():  # model/<task>_schema: a family's own keys, nothing else
         if not entry.test_only:
             cs.store(group="model", name=f"{task}_schema", node=entry.config)
     for group, node in (

@@ -4,7 +4,7 @@ split after every epoch, so a run says how good the model got, not only how fast
 Worker side, `run_epochs`: each epoch's training is one timed window (device-synchronized at its edges,
 `timing.timed_window`), so train throughput is measured as in mode=train (the median over epochs; the
 first epoch includes compilation, there is no separate warm-up: a warm-up step would train off the seeded
-plan). After each window the bench predicts the held-out split (numpy outputs) and `dlbench.eval`
+plan). After each window the bench predicts the held-out split (numpy outputs) and the workload's eval module
 scores it: an `epoch` event. Evaluation time is not training time.
 
 Orchestrator side, `converge_summary`: the final and best value, and the epochs and training seconds it
@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from dlbench import events
-from dlbench.eval.bleu import corpus_bleu
-from dlbench.eval.classification import top1_accuracy
-from dlbench.eval.detection import coco_map50
-from dlbench.eval.ranking import hit_rate_at_10
 from dlbench.timing import timed_window
+from dlbench.workloads.classification.eval import top1_accuracy
+from dlbench.workloads.detection.eval import coco_map50
+from dlbench.workloads.recommendation.eval import hit_rate_at_10
+from dlbench.workloads.translation.eval import corpus_bleu
 
 # TaskSpec.metric -> (name in MLflow and the report, fn(outputs, labels) -> float, higher is better).
 # A fn may return {name: value, other: value, ...}: the others are logged beside it as eval/<other>.

@@ -20,11 +20,12 @@ from typing import Any
 from dlbench import events
 from dlbench.backends import capability
 from dlbench.backends.threads import thread_env
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution
 from dlbench.core.names import NOT_RUN
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 from dlbench.progress import Progress
 from dlbench.recording import JobRecording, parent_and_experiment
 from dlbench.results import Failure, RepeatRecord

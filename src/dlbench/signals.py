@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM, honoured the same way whatever the process inherited (issue #10).
+"""SIGINT and SIGTERM, honoured the same way whatever the process inherited.
 
 A process started as a background job (`cmd &`, some CI wrappers) inherits SIGINT *ignored*, and
 Python installs no SIGTERM handler at all, so without this a sweep ignores Ctrl-C and stays RUNNING

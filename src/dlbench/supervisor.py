@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import ConfigError
 from dlbench.core.names import SRC_DIR
+from dlbench.errors import ConfigError
 from dlbench.events import EventReader
 
 

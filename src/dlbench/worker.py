@@ -16,13 +16,15 @@ import time
 import traceback
 
 from dlbench import events
-from dlbench.backends.base import BACKENDS, BackendUnavailable
+from dlbench.backends.base import BACKENDS
+from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
     from dlbench.backends.threads import apply_threads, thread_env
-    from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
+    from dlbench.config import MEMORY_FORMATS, JobConfig
     from dlbench.converge import run_epochs
+    from dlbench.errors import ConfigError
     from dlbench.timing import timed_windows, warm_up
 except ModuleNotFoundError as exc:
     MISSING: ModuleNotFoundError | None = exc

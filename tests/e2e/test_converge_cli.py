@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dlbench.data.small_images import FASHION_MNIST_DIR
+from dlbench.workloads.classification.small_images import FASHION_MNIST_DIR
 from tests.conftest import ROOT, Cli
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def images(tmp_path_factory):
     out = tmp_path_factory.mktemp("images")
     subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_image_dataset.py"), "--out", str(out), "--classes", "3",
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "make_image_dataset.py"), "--out", str(out), "--classes", "3",
          "--per-class", "6", "--min-size", "64", "--max-size", "96", "--formats", "folder", "--workers", "2"],
         check=True, capture_output=True,
     )  # fmt: skip

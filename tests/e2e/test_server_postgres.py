@@ -1,4 +1,4 @@
-"""`tracking=server` for real: scripts/server.sh starts PostgreSQL (Debian's package) and `mlflow server`
+"""`tracking=server` for real: scripts/setup/server.sh starts PostgreSQL (Debian's package) and `mlflow server`
 with basic auth on loopback; two sweeps of the real CLI run at once through it and all their jobs land;
 the REST API finds them; a request without credentials is refused; stop leaves no process behind and a
 restart finds the runs again in PostgreSQL's data directory."""
@@ -23,7 +23,7 @@ import requests
 from tests.conftest import ROOT, RUN, TINY
 
 pytestmark = pytest.mark.slow  # PostgreSQL + mlflow server start-up: 20-60 s on a small machine
-SERVER = ROOT / "scripts" / "server.sh"
+SERVER = ROOT / "scripts" / "setup" / "server.sh"
 PG_BINARIES = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
 USER = "admin"
 
@@ -35,7 +35,7 @@ def free_port() -> int:
 
 
 class Server:
-    """scripts/server.sh with its state in a directory of its own, on free loopback ports."""
+    """scripts/setup/server.sh with its state in a directory of its own, on free loopback ports."""
 
     def __init__(self, state: Path) -> None:
         self.state = state

@@ -19,7 +19,7 @@ SSD300_PARAMS = "22894902"
 def test_ssd300_on_generated_coco_in_every_framework(cli, tmp_path):
     data = tmp_path / "coco"
     made = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_coco_dataset.py"), "--out", str(data),
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "make_coco_dataset.py"), "--out", str(data),
          "--train", "6", "--val", "3", "--seed", "1"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

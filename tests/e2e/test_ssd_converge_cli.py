@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def test_converge_logs_map50_and_map_every_epoch(cli, tmp_path):
     data = tmp_path / "coco"
     made = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_coco_dataset.py"), "--out", str(data),
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "make_coco_dataset.py"), "--out", str(data),
          "--train", "8", "--val", "4", "--objects", "shapes", "--classes", "2", "--max-objects", "1",
          "--object-size", "0.4", "0.8", "--plain"],
         capture_output=True, text=True, timeout=300,

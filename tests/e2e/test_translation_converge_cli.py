@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlbench.data.parallel_text import write_pairs
+from dlbench.workloads.translation.parallel_text import write_pairs
 
 pytestmark = pytest.mark.slow
 

@@ -171,7 +171,7 @@ def test_a_half_made_store_is_one_line_naming_the_file_and_the_fix(cli):
 @pytest.mark.parametrize("sweeps", [2, 4])
 def test_sweeps_started_together_on_a_new_store_all_land(tmp_path, sweeps):
     res = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "concurrent_sweeps.py"), "--sweeps", str(sweeps),
+        [sys.executable, str(ROOT / "scripts" / "tools" / "concurrent_sweeps.py"), "--sweeps", str(sweeps),
          "--store", str(tmp_path / "store"), "--jobs", "1", "+experiment=smoke", "model=resnet_cifar",
          "model.depth=8"],
         capture_output=True, text=True, timeout=1200, cwd=ROOT,

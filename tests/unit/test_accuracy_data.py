@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
 from dlbench.data.epochs import EpochPlan, Normalizer, eval_batches
-from dlbench.data.idx import IdxFormatError, read_idx, read_images, read_labels, write_idx
 from dlbench.data.seeds import stream
-from dlbench.data.small_images import FASHION_MNIST_DIR, load_image_set
-from dlbench.eval.classification import top1_accuracy
+from dlbench.errors import ConfigError
+from dlbench.workloads.classification.eval import top1_accuracy
+from dlbench.workloads.classification.idx import IdxFormatError, read_idx, read_images, read_labels, write_idx
+from dlbench.workloads.classification.small_images import FASHION_MNIST_DIR, load_image_set
 from tests.worker_jobs import worker_env
 
 HAS_FASHION = (FASHION_MNIST_DIR / "t10k-labels-idx1-ubyte.gz").is_file()

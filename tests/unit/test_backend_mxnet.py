@@ -34,10 +34,10 @@ RESNET20_GFLOPS_32 = 0.08110208
 STATS_SCRIPT = (
     """
 import json
-from dlbench.backends.base import BackendUnavailable
+from dlbench.errors import BackendUnavailable
 from dlbench.backends.mxnet import build, model_stats
 from dlbench.config import JobConfig
-from dlbench.tasks.classification import ClassificationConfig as Model
+from dlbench.workloads.classification.spec import ClassificationConfig as Model
 out = {
     "resnet50": model_stats(Model(name="resnet50")),
     "vgg16": model_stats(Model(name="vgg16", image_size=32)),

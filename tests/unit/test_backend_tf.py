@@ -35,12 +35,12 @@ TORCH_GFLOPS_32 = {"resnet50": 0.170917888, "vgg16": 0.865550336, "resnet_cifar"
 STATS_SCRIPT = (
     """
 import json
-from dlbench.backends.base import BackendUnavailable
+from dlbench.errors import BackendUnavailable
 from dlbench.backends.tensorflow import build, model_stats
-from dlbench.backends.tensorflow.models import trainable_params
-from dlbench.backends.tensorflow.models.classification import build_model
+from dlbench.backends.tensorflow.family import trainable_params
+from dlbench.workloads.classification.tensorflow import build_model
 from dlbench.config import JobConfig
-from dlbench.tasks.classification import ClassificationConfig
+from dlbench.workloads.classification.spec import ClassificationConfig
 
 def spec(name, classes):
     return ClassificationConfig(name=name, image_size=32, num_classes=classes, depth=56 if name == "resnet_cifar" else None)

@@ -68,7 +68,7 @@ def _fp16_losses(impl: str, steps: int = 8) -> list[float]:
     """A small CNN under fp16 autocast with GradScaler on the CPU, from a scale that overflows fp16 on the
     first steps (as 2**16 does on GPUs for ResNet-50): those steps are skipped by the scaler."""
     from dlbench.backends.torch.optimizers import make_optimizer
-    from dlbench.tasks.spec import OptimizerSpec
+    from dlbench.core.spec import OptimizerSpec
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(

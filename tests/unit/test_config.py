@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
+from dlbench.errors import ConfigError
 from tests.conftest import CONF
 
 
@@ -111,8 +112,8 @@ def test_a_model_key_of_another_family_is_refused_at_composition(compose):
 
 
 def test_the_worker_rebuilds_the_family_schema_from_json():
-    from dlbench.tasks.classification import ClassificationConfig
-    from dlbench.tasks.test_mlp import MLPConfig
+    from dlbench.workloads.classification.spec import ClassificationConfig
+    from tests.workloads.mlp.spec import MLPConfig
 
     mlp = JobConfig.from_dict({"model": {"task": "test_mlp", "features": 7}})
     assert type(mlp.model) is MLPConfig and mlp.model.features == 7
@@ -124,7 +125,7 @@ def test_any_family_schema_merges_into_the_job_schema(compose):
     """The job schema's model node is the common base, so a family's schema (a subclass) replaces it."""
     from hydra.core.config_store import ConfigStore
 
-    from dlbench.tasks.test_mlp import MLPConfig
+    from tests.workloads.mlp.spec import MLPConfig
 
     compose()  # registers the schemas
     schema = ConfigStore.instance().repo["dlbench_schema.yaml"].node

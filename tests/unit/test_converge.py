@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.converge import converge_summary, diverged
 from dlbench.core.bench import Batch
 from dlbench.data.epochs import EpochPlan
 from dlbench.data.memory_source import MemorySource
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 from dlbench.orchestrator import JobContext, per_seed
-from dlbench.tasks import task_spec
+from dlbench.workloads.registry import task_spec
 
 
 def epoch(n: int, value: float, loss: float = 0.5) -> dict:

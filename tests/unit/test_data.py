@@ -20,14 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.data import formats
 from dlbench.data.validate import check_dataset
+from dlbench.errors import ConfigError
 
 pytest.importorskip("nvidia.dali")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "make_image_dataset.py"
+SCRIPT = ROOT / "scripts" / "datasets" / "make_image_dataset.py"
 CLASSES, PER_CLASS, CORRUPT = 3, 8, 2
 N = CLASSES * PER_CLASS
 SIZE = 32

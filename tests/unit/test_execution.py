@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dlbench.backends import capability
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.core.execution import COMPILED, UNCOMPILED, apply_execution, execution, execution_class
+from dlbench.errors import ConfigError
 
 
 def test_each_framework_knob_names_a_mode_from_config_or_mlflow_params():

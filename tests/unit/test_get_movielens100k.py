@@ -1,4 +1,4 @@
-"""scripts/get_movielens100k.py through the real CLI and the real pip, without the network: pip is
+"""scripts/datasets/get_movielens100k.py through the real CLI and the real pip, without the network: pip is
 pointed at a local folder (PIP_NO_INDEX + PIP_FIND_LINKS) holding a stand-in recbole 1.2.1 wheel
 whose ml-100k.inter member is generated here (the real ratings are never part of the tests)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "get_movielens100k.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "datasets" / "get_movielens100k.py"
 MEMBER = "recbole/dataset_example/ml-100k/ml-100k.inter"
 HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.data.interactions import (
+from dlbench.workloads.recommendation.interactions import (
     ML20M_ITEMS,
     ML20M_USERS,
     Interactions,
@@ -17,7 +17,7 @@ from dlbench.data.interactions import (
     read_interactions,
     synthetic_interactions,
 )
-from dlbench.data.negatives import PositiveSet, evaluation_candidates, training_samples
+from dlbench.workloads.recommendation.negatives import PositiveSet, evaluation_candidates, training_samples
 
 # raw (user, item, rating, timestamp); user 10 rated item 7 twice (kept once, at t=100)
 ROWS = [
@@ -153,7 +153,7 @@ def test_a_missing_path_is_one_line_naming_the_fix(tmp_path):
     with pytest.raises(InteractionsError) as err:
         read_interactions(tmp_path / "nope")
     message = str(err.value)
-    assert "\n" not in message and "nope" in message and "scripts/get_movielens100k.py" in message
+    assert "\n" not in message and "nope" in message and "scripts/datasets/get_movielens100k.py" in message
 
 
 def test_a_folder_without_ratings_is_one_line(tmp_path):
@@ -184,7 +184,9 @@ def test_bad_files_are_one_line(tmp_path, name, content, match):
 ML100K = Path(__file__).resolve().parents[2] / "data" / "movielens" / "ml-100k" / "ml-100k.inter"
 
 
-@pytest.mark.skipif(not ML100K.is_file(), reason="run scripts/get_movielens100k.py to test on the real file")
+@pytest.mark.skipif(
+    not ML100K.is_file(), reason="run scripts/datasets/get_movielens100k.py to test on the real file"
+)
 def test_real_movielens_100k():
     data = read_interactions(ML100K)
     assert (len(data), data.num_users, data.num_items) == (100_000, 943, 1_682)

@@ -12,11 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.tasks.recommendation import SYNTHETIC_POOL, RecommendationConfig, positives_per_step, spec
+from dlbench.workloads.recommendation.spec import (
+    SYNTHETIC_POOL,
+    RecommendationConfig,
+    positives_per_step,
+    spec,
+)
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "yardsticks"
 USERS, ITEMS, NEGATIVES = 50, 1000, 4
 POSITIVES = {"users": [3, 7, 7, 49, 0, 12], "items": [5, 5, 999, 0, 17, 400]}
 
@@ -25,21 +30,21 @@ POSITIVES = {"users": [3, 7, 7, 49, 0, 12], "items": [5, 5, 999, 0, 17, 400]}
 ADAPTERS = {
     "torch": """
         import torch
-        from dlbench.backends.torch.models import recommendation as rec
+        from dlbench.workloads.recommendation import torch as rec
         def tensors(u, i): return torch.tensor(u, dtype=torch.int32), torch.tensor(i, dtype=torch.int32)
         def numpy(x): return x.numpy()
         def traced(fn): return fn
     """,
     "tf": """
         import tensorflow as tf
-        from dlbench.backends.tensorflow.models import recommendation as rec
+        from dlbench.workloads.recommendation import tensorflow as rec
         def tensors(u, i): return tf.constant(u, tf.int32), tf.constant(i, tf.int32)
         def numpy(x): return x.numpy()
         def traced(fn): return tf.function(fn)
     """,
     "mxnet": """
         from dlbench.backends.mxnet._compat import mx
-        from dlbench.backends.mxnet.models import recommendation as rec
+        from dlbench.workloads.recommendation import mxnet as rec
         def tensors(u, i): return mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")
         def numpy(x): return x.asnumpy()
         def traced(fn): return fn
@@ -50,7 +55,7 @@ BODY = """
     import json
     from dlbench.backends.base import load_backend
     from dlbench.config import JobConfig
-    from dlbench.tasks.recommendation import RecommendationConfig, spec
+    from dlbench.workloads.recommendation.spec import RecommendationConfig, spec
     cfg = RecommendationConfig(num_users=USERS, num_items=ITEMS, factors=4, mlp_layers=[8, 4], negatives=NEGATIVES)
     out = {"draws": []}
     draw = traced(lambda users, items: rec.add_negatives((users, items), spec(cfg)))
@@ -131,7 +136,7 @@ def test_the_synthetic_pool_is_popularity_skewed_and_the_same_everywhere():
 
 
 def test_the_yardstick_cycles_the_very_ids_of_the_harness():
-    """scripts/bare_ncf.py draws its pool with its own copy of the numpy code: the same ids, so the
+    """yardsticks/bare_ncf.py draws its pool with its own copy of the numpy code: the same ids, so the
     yardstick and the harness look up the same embedding rows (locality is part of the work)."""
     script = textwrap.dedent(f"""
         import argparse, json, sys

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.backends.neumf_layout import weight_shapes
+from dlbench.workloads.recommendation.layout import weight_shapes
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
@@ -26,7 +26,7 @@ ADAPTERS = {
     "torch": """
         import torch
         from dlbench.backends.torch.losses import make_loss
-        from dlbench.backends.torch.models import recommendation as rec
+        from dlbench.workloads.recommendation import torch as rec
         torch.manual_seed(0)
         def build(cfg): return rec.build_model(cfg)
         def count(m): return sum(p.numel() for p in m.parameters())
@@ -43,7 +43,7 @@ ADAPTERS = {
         import keras
         import tensorflow as tf
         from dlbench.backends.tensorflow.losses import make_loss
-        from dlbench.backends.tensorflow.models import recommendation as rec
+        from dlbench.workloads.recommendation import tensorflow as rec
         keras.utils.set_random_seed(0)
         def build(cfg): return rec.build_model(cfg)
         def count(m): return m.count_params()
@@ -58,7 +58,7 @@ ADAPTERS = {
     "mxnet": """
         from dlbench.backends.mxnet._compat import mx
         from dlbench.backends.mxnet.losses import make_loss
-        from dlbench.backends.mxnet.models import recommendation as rec
+        from dlbench.workloads.recommendation import mxnet as rec
         mx.random.seed(0)
         def build(cfg):
             net = rec.build_model(cfg)
@@ -80,7 +80,7 @@ ADAPTERS = {
 BODY = """
     import json
     import numpy as np
-    from dlbench.tasks.recommendation import RecommendationConfig, spec
+    from dlbench.workloads.recommendation.spec import RecommendationConfig, spec
     out = {}
     LOSS = make_loss(spec(RecommendationConfig()))  # the task's loss kind, as the bench makes it
     # parameter counts with the framework's own tool, at MovieLens-20M (the default) and -100K sizes

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from dlbench.config import ConfigError, JobConfig
-from dlbench.data.movielens import MovieLensSource, check_movielens
-from dlbench.data.negatives import PositiveSet
+from dlbench.config import JobConfig
 from dlbench.data.validate import check_dataset
-from dlbench.tasks.recommendation import RecommendationConfig, spec
+from dlbench.errors import ConfigError
+from dlbench.workloads.recommendation.movielens import MovieLensSource, check_movielens
+from dlbench.workloads.recommendation.negatives import PositiveSet
+from dlbench.workloads.recommendation.spec import RecommendationConfig, spec
 
 
 def _ratings(folder: Path, users: int = 12, per_user: int = 9, items: int = 40) -> Path:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def test_parity_script_agrees_across_frameworks():
     res = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "parity.py"), "--image-size", "32"],
+        [sys.executable, str(ROOT / "scripts" / "tools" / "parity.py"), "--image-size", "32"],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
@@ -28,7 +28,7 @@ def test_parity_script_agrees_across_frameworks():
 
 
 def test_parity_check_flags_a_different_network():
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "tools"))
     from parity import check
 
     same = {"torch": {"m": {"params": 10, "gflops": 1.0}}, "tf": {"m": {"params": 10, "gflops": 1.01}}}

@@ -1,4 +1,4 @@
-"""HR@k and NDCG@k on hand-made score matrices (dlbench.eval.ranking)."""
+"""HR@k and NDCG@k on hand-made score matrices (dlbench.workloads.recommendation.eval)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dlbench.eval.ranking import hit_rate_at_10, hit_rate_ndcg, rank_counts
+from dlbench.workloads.recommendation.eval import hit_rate_at_10, hit_rate_ndcg, rank_counts
 
 
 def test_hand_case_with_k_2():

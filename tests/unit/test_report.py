@@ -462,9 +462,9 @@ def test_a_report_failure_never_fails_the_sweep(tmp_path, caplog):
 
 
 # ---- presets -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("preset", ["h200_matrix", "h200_optimizer", "h200_compile", "h200_vgg", "h200_dali"])
-def test_the_h200_sweeps_are_presets_whose_every_job_is_valid(preset):
-    """The sweeps behind docs/results/h200.md, once shell scripts, compose into valid CUDA jobs."""
+@pytest.mark.parametrize("preset", ["gpu_matrix", "gpu_optimizer", "gpu_compile", "gpu_vgg16", "gpu_dali"])
+def test_the_gpu_sweeps_are_presets_whose_every_job_is_valid(preset):
+    """The GPU measurement sweeps (results/h200/), once shell scripts, compose into valid CUDA jobs."""
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"+experiment={preset}"], return_hydra_config=True)

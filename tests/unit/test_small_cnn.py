@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from dlbench.backends.small_cnn_plan import SmallCnnSizes, check_weights, initial_weights
 from dlbench.data.seeds import stream
+from dlbench.workloads.classification.small_cnn_plan import SmallCnnSizes, check_weights, initial_weights
 from tests.worker_jobs import run_snippet, worker_env
 
 FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
@@ -30,7 +30,7 @@ weights = dict(np.load(os.environ["SMALL_CNN_WEIGHTS"]))
 images = np.load(os.environ["SMALL_CNN_IMAGES"])
 seed = int(os.environ["SMALL_CNN_SEED"])
 out = {}
-from dlbench.tasks.classification import ClassificationConfig
+from dlbench.workloads.classification.spec import ClassificationConfig
 
 def cfg(size):
     return ClassificationConfig(name="small_cnn", image_size=size, channels=1, num_classes=10)
@@ -38,7 +38,7 @@ def cfg(size):
 TORCH = """
 import torch
 from dlbench.backends.torch.stats import model_stats
-from dlbench.backends.torch.models.small_cnn import build_small_cnn, export_weights, load_weights
+from dlbench.workloads.classification.torch_small_cnn import build_small_cnn, export_weights, load_weights
 for size in (28, 8):
     out[size] = model_stats(cfg(size))
 m = build_small_cnn(seed=1).eval()
@@ -50,7 +50,7 @@ out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(
 """
 TF = """
 from dlbench.backends.tensorflow.stats import model_stats
-from dlbench.backends.tensorflow.models.small_cnn import build_small_cnn, export_weights, load_weights
+from dlbench.workloads.classification.tensorflow_small_cnn import build_small_cnn, export_weights, load_weights
 for size in (28, 8):
     out[size] = {k: v for k, v in model_stats(cfg(size)).items() if k in ("params", "gflops")}
 m = build_small_cnn(seed=1)
@@ -62,7 +62,7 @@ out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(
 MXNET = """
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.stats import model_stats
-from dlbench.backends.mxnet.models.small_cnn import build_small_cnn, export_weights, load_weights
+from dlbench.workloads.classification.mxnet_small_cnn import build_small_cnn, export_weights, load_weights
 for size in (28, 8):
     out[size] = model_stats(cfg(size))
 m = build_small_cnn(seed=1)

@@ -20,7 +20,6 @@ SCRIPT = """
 import json, sys
 import numpy as np
 from dlbench.backends.base import load_backend
-from dlbench.backends.skeleton import load_family
 from dlbench.config import JobConfig
 framework = sys.argv[1]
 backend = load_backend(framework)
@@ -36,7 +35,7 @@ for post in (False, True):
             bench.step()
         bench.sync()
         model = getattr(bench, "model", None) or getattr(bench, "net", None)
-        result = load_family(framework, "detection").infer(model, bench.source.next().inputs)
+        result = bench.family.infer(model, bench.source.next().inputs)
         arrays = [r.asnumpy() if hasattr(r, "asnumpy") else r.detach() if hasattr(r, "detach") else r for r in result]
         shapes = [list(np.asarray(a).shape) for a in arrays]
         out[str(post)] = {"units": bench.units(), "shapes": shapes, "loss": bench.loss()}

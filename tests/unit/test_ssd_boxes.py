@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlbench.data.detection_synthetic import random_ground_truth, synthetic_batch
-from dlbench.data.ssd_boxes import (
+from dlbench.workloads.detection.boxes import (
     Detections,
     box_offsets,
     dboxes300_coco,
@@ -17,6 +16,7 @@ from dlbench.data.ssd_boxes import (
     nms,
     postprocess,
 )
+from dlbench.workloads.detection.synthetic import random_ground_truth, synthetic_batch
 
 D = dboxes300_coco()
 
@@ -136,8 +136,8 @@ def test_postprocess_drops_low_scores(threshold):
 @pytest.mark.parametrize("size, anchors", [(300, 8732), (32, 108), (64, 390)])
 def test_detection_spec_draws_encoded_targets_for_the_maps_of_its_input(size, anchors):
     from dlbench.data.synthetic import synthetic_batch as spec_batch
-    from dlbench.tasks import task_spec
-    from dlbench.tasks.detection import DetectionConfig
+    from dlbench.workloads.detection.spec import DetectionConfig
+    from dlbench.workloads.registry import task_spec
 
     spec = task_spec(DetectionConfig(image_size=size, max_boxes=3))
     a, b = spec_batch(spec, 2), spec_batch(spec, 2)

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
-from dlbench.data import coco
-from dlbench.data.ssd_boxes import dboxes300_coco, encode
+from dlbench.errors import ConfigError
+from dlbench.workloads.detection import coco
+from dlbench.workloads.detection.boxes import dboxes300_coco, encode
 
 pytest.importorskip("nvidia.dali")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "make_coco_dataset.py"
+SCRIPT = ROOT / "scripts" / "datasets" / "make_coco_dataset.py"
 D = dboxes300_coco()
 
 
@@ -100,7 +100,7 @@ def test_layout_problems_are_one_line(cocoset, tmp_path):
 
 
 def test_train_pipeline_outputs_encoded_targets(cocoset):
-    from dlbench.data.coco_pipeline import CocoPipeline
+    from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
     pipe = CocoPipeline(str(cocoset), 4, D, train=True, num_threads=1, seed=5)
     assert pipe.num_samples == coco.resolve_split(cocoset, "train").annotated_images
@@ -119,8 +119,8 @@ def test_dali_encoder_equals_the_numpy_encoder():
     import nvidia.dali.fn as fn
     from nvidia.dali.pipeline import Pipeline
 
-    from dlbench.data.coco_pipeline import encode_boxes
-    from dlbench.data.detection_synthetic import random_ground_truth
+    from dlbench.workloads.detection.coco_pipeline import encode_boxes
+    from dlbench.workloads.detection.synthetic import random_ground_truth
 
     boxes, labels = random_ground_truth(np.random.default_rng(1), 4, max_boxes=6)
     boxes[0] = D.ltrb[[100, 5000]].copy()  # default boxes themselves: zero offsets
@@ -137,7 +137,7 @@ def test_dali_encoder_equals_the_numpy_encoder():
 
 
 def test_eval_pipeline_reads_every_image_once_with_its_id(cocoset):
-    from dlbench.data.coco_pipeline import CocoPipeline
+    from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
     pipe = CocoPipeline(str(cocoset), 2, D, train=False, num_threads=1)
     split = coco.resolve_split(cocoset, "val")
@@ -151,8 +151,8 @@ def test_eval_pipeline_reads_every_image_once_with_its_id(cocoset):
 
 
 def test_corrupt_image_fails_in_one_line_or_is_skipped(cocoset, tmp_path):
-    from dlbench.data.coco_pipeline import CocoPipeline
     from dlbench.data.validate import CorruptImageError
+    from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
     copy = _copy(cocoset, tmp_path)
     bad = sorted((copy / "train2017").iterdir())[2]

@@ -12,15 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.converge import METRICS, evaluate
 from dlbench.core.bench import Batch
-from dlbench.data.coco_memory import CocoMemorySource, DetectionTruth, hflip, load_images
 from dlbench.data.epochs import EpochPlan
-from dlbench.data.ssd_boxes import default_boxes_for, encode_batch
 from dlbench.data.validate import check_dataset
-from dlbench.eval.detection import coco_map50
-from dlbench.tasks import task_spec
+from dlbench.errors import ConfigError
+from dlbench.workloads.detection.boxes import default_boxes_for, encode_batch
+from dlbench.workloads.detection.coco_memory import CocoMemorySource, DetectionTruth, hflip, load_images
+from dlbench.workloads.detection.eval import coco_map50
+from dlbench.workloads.registry import task_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 48  # 236 default boxes
@@ -31,7 +32,7 @@ def _script():
     module = sys.modules.get("make_coco_dataset")
     if module is None:
         spec = importlib.util.spec_from_file_location(
-            "make_coco_dataset", ROOT / "scripts" / "make_coco_dataset.py"
+            "make_coco_dataset", ROOT / "scripts" / "datasets" / "make_coco_dataset.py"
         )
         module = sys.modules["make_coco_dataset"] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -79,7 +80,7 @@ def _perfect(truth_boxes, truth_labels, dboxes, shift: float = 0.0) -> tuple[np.
 
 
 def test_the_generator_shapes_an_easy_set(easyset):
-    from dlbench.data.coco import resolve_split
+    from dlbench.workloads.detection.coco import resolve_split
 
     train = resolve_split(easyset, "train").data
     assert [c["name"] for c in train["categories"]] == ["disc", "square", "triangle"]
@@ -91,7 +92,7 @@ def test_the_generator_shapes_an_easy_set(easyset):
 def test_the_loaded_ground_truth_scores_one_against_itself(easyset):
     """Boxes read, resized and converted to fractions come back to COCO's pixels exactly: the chain from
     the annotations to the metric loses nothing."""
-    from dlbench.data.coco import resolve_split
+    from dlbench.workloads.detection.coco import resolve_split
 
     t = load_images(resolve_split(easyset, "val"), SIZE, None, annotated_only=False)
     assert t.images.shape == (5, SIZE, SIZE, 3) and t.images.dtype == np.uint8

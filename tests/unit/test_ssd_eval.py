@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dlbench.eval.detection import coco_map, to_coco_results
+from dlbench.workloads.detection.eval import coco_map, to_coco_results
 
 # Two 200x100 images; categories with COCO-like gaps (labels 1, 2 are ids 3, 7)
 GT = {

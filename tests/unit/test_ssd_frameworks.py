@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.data.detection_synthetic import random_ground_truth, synthetic_batch
-from dlbench.data.ssd_boxes import dboxes300_coco, encode_batch, from_padded, postprocess
+from dlbench.workloads.detection.boxes import dboxes300_coco, encode_batch, from_padded, postprocess
+from dlbench.workloads.detection.synthetic import random_ground_truth, synthetic_batch
 from tests.worker_jobs import worker_env
 
 SSD300_PARAMS = 22_894_902  # DLE's PyTorch SSD300 (ResNet-50) with random weights
@@ -29,8 +29,8 @@ BACKBONE_PARAMS = 8_543_296
 PROLOGUE = """
 import sys
 import numpy as np
-from dlbench.data.ssd_boxes import dboxes300_coco
-from dlbench.tasks.detection import DetectionConfig
+from dlbench.workloads.detection.boxes import dboxes300_coco
+from dlbench.workloads.detection.spec import DetectionConfig
 inp, weights_path, out_path = sys.argv[1:4]
 io = dict(np.load(inp))
 out = {}
@@ -40,7 +40,7 @@ GRAD_KEYS = ("backbone.conv1", "backbone.layer3.0.downsample.0", "extras.1.conv2
 
 TORCH = """
 import torch
-from dlbench.backends.torch.models import detection as d
+from dlbench.workloads.detection import torch as d
 torch.manual_seed(0)
 m = d.build_model(DetectionConfig())
 g = torch.Generator().manual_seed(1)
@@ -90,8 +90,8 @@ out.update({f"grad64:{k}": named64[f"{k}.weight"].grad.numpy() for k in GRAD_KEY
 
 TF = """
 import tensorflow as tf
-from dlbench.backends.tensorflow.models import detection as d
-from dlbench.backends.tensorflow.models import trainable_params
+from dlbench.workloads.detection import tensorflow as d
+from dlbench.backends.tensorflow.family import trainable_params
 from dlbench.backends.tensorflow.stats import MATMUL_OPS, _flops_by_op
 m = d.build_model(DetectionConfig())
 out["params"] = trainable_params(m)
@@ -121,7 +121,8 @@ for k, grad in zip(GRAD_KEYS, tape.gradient(tloss, kernels)):
 
 MXNET = """
 from dlbench.backends.mxnet._compat import mx
-from dlbench.backends.mxnet.models import detection as d, trainable_params
+from dlbench.backends.mxnet.family import trainable_params
+from dlbench.workloads.detection import mxnet as d
 m = d.build_model(DetectionConfig())
 d.initialize(m, None, mx.cpu())
 out["params"] = trainable_params(m)

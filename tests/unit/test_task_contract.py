@@ -18,13 +18,15 @@ import pytest
 
 from dlbench.config import JobConfig
 from dlbench.data.synthetic import synthetic_batch
-from dlbench.tasks import TASKS, task_spec
-from dlbench.tasks.classification import ClassificationConfig
-from dlbench.tasks.detection import DetectionConfig
-from dlbench.tasks.recommendation import RecommendationConfig
-from dlbench.tasks.test_mlp import MLPConfig
-from dlbench.tasks.translation import TranslationConfig
+from dlbench.workloads.classification.spec import ClassificationConfig
+from dlbench.workloads.detection.spec import DetectionConfig
+from dlbench.workloads.recommendation.spec import RecommendationConfig
+from dlbench.workloads.registry import task_spec, workloads
+from dlbench.workloads.translation.spec import TranslationConfig
 from tests.worker_jobs import run_snippet, run_worker, worker_env
+from tests.workloads.mlp.spec import MLPConfig
+
+TASKS = workloads()  # every registered workload, the test-only one included (tests/conftest.py)
 
 FRAMEWORKS = [
     fw
@@ -49,8 +51,10 @@ STEPS = 3
 
 SCRIPT = """
 import json, sys
-from dlbench.backends.base import BackendUnavailable, load_backend
+from dlbench.backends.base import load_backend
+from dlbench.errors import BackendUnavailable
 from dlbench.config import JobConfig, PrecisionConfig
+
 jobs = json.loads(sys.argv[1])
 backend = load_backend(jobs["fp32_train"]["framework"]["name"])
 out = {"stats": backend.model_stats(JobConfig.from_dict(jobs["fp32_train"]).model)}

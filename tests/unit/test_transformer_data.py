@@ -10,8 +10,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError
-from dlbench.core.transformer import (
+from dlbench.errors import ConfigError
+from dlbench.workloads.translation.bpe import BPE, train_bpe
+from dlbench.workloads.translation.eval import corpus_bleu
+from dlbench.workloads.translation.parallel_text import (
+    APT_INSTALL,
+    SWORD_DIR,
+    CorpusMissing,
+    clean_osis,
+    extract_bible,
+    read_pairs,
+    rows_to_corpus,
+    split_rows,
+    write_pairs,
+)
+from dlbench.workloads.translation.token_batches import (
+    BUCKET,
+    TokenBatches,
+    bucket,
+    make_batch,
+    shapes_first,
+    synthetic_pairs,
+    target_tokens,
+)
+from dlbench.workloads.translation.token_batches import bucket_groups as group_by_tokens
+from dlbench.workloads.translation.transformer import (
     BOS,
     EOS,
     PAD,
@@ -23,29 +46,6 @@ from dlbench.core.transformer import (
     peak_lr,
     size,
 )
-from dlbench.data.bpe import BPE, train_bpe
-from dlbench.data.parallel_text import (
-    APT_INSTALL,
-    SWORD_DIR,
-    CorpusMissing,
-    clean_osis,
-    extract_bible,
-    read_pairs,
-    rows_to_corpus,
-    split_rows,
-    write_pairs,
-)
-from dlbench.data.token_batches import (
-    BUCKET,
-    TokenBatches,
-    bucket,
-    make_batch,
-    shapes_first,
-    synthetic_pairs,
-    target_tokens,
-)
-from dlbench.data.token_batches import bucket_groups as group_by_tokens
-from dlbench.eval.bleu import corpus_bleu
 from tests.conftest import ROOT
 
 # --- batches and token counts -----------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_greedy_loop_stops_at_max_len_without_eos():
 
 def test_the_task_schedule_is_vaswanis_inverse_sqrt_warm_up():
     """lr * lr_factor(step) of the translation task's optimizer equals eq. 3 of the paper at every step."""
-    from dlbench.tasks.translation import TranslationConfig, spec
+    from dlbench.workloads.translation.spec import TranslationConfig, spec
 
     opt = spec(TranslationConfig(size="base")).optimizer
     d, w = 512, 4000
@@ -285,7 +285,7 @@ def test_missing_sword_modules_give_the_apt_command(tmp_path):
         extract_bible(tmp_path)
     assert APT_INSTALL in str(err.value) and "\n" not in str(err.value)
     res = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "prepare_translation.py"), "--out", str(tmp_path / "o"),
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "prepare_translation.py"), "--out", str(tmp_path / "o"),
          "--sword-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

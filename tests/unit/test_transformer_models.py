@@ -13,7 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlbench.core.transformer import BOS, EOS, PAD, SIZES, param_count, random_weights, size, weight_shapes
+from dlbench.workloads.translation.transformer import (
+    BOS,
+    EOS,
+    PAD,
+    SIZES,
+    param_count,
+    random_weights,
+    size,
+    weight_shapes,
+)
 from tests.worker_jobs import run_snippet, worker_env
 
 MAX_LEN = 12
@@ -22,7 +31,7 @@ MAX_LEN = 12
 _INPUTS = """
 import json, sys
 import numpy as np
-from dlbench.core.transformer import BOS, PAD, param_count, random_weights, size, weight_shapes
+from dlbench.workloads.translation.transformer import BOS, PAD, param_count, random_weights, size, weight_shapes
 tiny = size("tiny")
 rng = np.random.default_rng(0)
 src = rng.integers(4, tiny.vocab, (3, 7)).astype("int32"); src[0, 5:] = PAD
@@ -35,7 +44,7 @@ out = {}
 _SNIPPETS = {
     "torch": """
 import torch
-from dlbench.backends.torch.models.translation import (
+from dlbench.workloads.translation.torch import (
     ATTENTION, build_transformer, label_smoothed_ce, load_neutral, neutral_weights)
 base = build_transformer(**size("base").kwargs())
 out["params"] = sum(p.numel() for p in base.parameters())
@@ -61,7 +70,7 @@ arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items(
 """,
     "tf": """
 from keras import ops
-from dlbench.backends.tensorflow.models.translation import (
+from dlbench.workloads.translation.tensorflow import (
     ATTENTION, build_transformer, label_smoothed_ce, load_neutral, neutral_weights)
 base = build_transformer(**size("base").kwargs())
 out["params"] = sum(int(np.prod(w.shape)) for w in base.trainable_weights)
@@ -86,7 +95,7 @@ arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items(
 """,
     "mxnet": """
 from dlbench.backends.mxnet._compat import mx
-from dlbench.backends.mxnet.models.translation import (
+from dlbench.workloads.translation.mxnet import (
     attention_impl, build_transformer, label_smoothed_ce, load_neutral, neutral_weights, trainable_count)
 base = build_transformer(**size("base").kwargs())
 out["params"] = trainable_count(base)

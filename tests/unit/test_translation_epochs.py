@@ -7,14 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig, validate
+from dlbench.config import JobConfig, validate
 from dlbench.converge import METRICS
-from dlbench.core.transformer import EOS, PAD
-from dlbench.data.parallel_text import CorpusMissing, write_pairs
-from dlbench.data.translation_epochs import TranslationEpochs, decode_cap
-from dlbench.data.translation_source import check_corpus
-from dlbench.tasks import task_spec
-from dlbench.tasks.translation import TranslationConfig
+from dlbench.errors import ConfigError
+from dlbench.workloads.registry import task_spec
+from dlbench.workloads.translation.epochs import TranslationEpochs, decode_cap
+from dlbench.workloads.translation.parallel_text import CorpusMissing, write_pairs
+from dlbench.workloads.translation.source import check_corpus
+from dlbench.workloads.translation.spec import TranslationConfig
+from dlbench.workloads.translation.transformer import EOS, PAD
 
 WORDS = (
     ["casa", "perro", "gato", "agua", "sol", "mar", "pan", "luz"],

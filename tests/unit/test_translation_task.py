@@ -8,12 +8,13 @@ import itertools
 import numpy as np
 import pytest
 
-from dlbench.config import ConfigError, JobConfig
-from dlbench.core.transformer import BOS, EOS, PAD
-from dlbench.data.parallel_text import CorpusMissing, write_pairs
-from dlbench.data.translation_source import TranslationBatches, check_corpus, languages
-from dlbench.tasks import task_spec
-from dlbench.tasks.translation import TranslationConfig
+from dlbench.config import JobConfig
+from dlbench.errors import ConfigError
+from dlbench.workloads.registry import task_spec
+from dlbench.workloads.translation.parallel_text import CorpusMissing, write_pairs
+from dlbench.workloads.translation.source import TranslationBatches, check_corpus, languages
+from dlbench.workloads.translation.spec import TranslationConfig
+from dlbench.workloads.translation.transformer import BOS, EOS, PAD
 
 
 def _job(mode: str = "train", dataset: dict | None = None, **model) -> JobConfig:
@@ -141,7 +142,7 @@ def test_warm_up_covers_every_batch_shape_before_the_timed_windows():
 
 
 def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
-    """scripts/bare_transformer.py --min-len 64 --max-len 64 trains on 5120 // 64 = 80 sentences of 64
+    """yardsticks/bare_transformer.py --min-len 64 --max-len 64 trains on 5120 // 64 = 80 sentences of 64
     tokens; the harness at model.lengths=fixed must do the same work at every step (on the H200 a tail
     batch of 16 sentences fell inside a timed window)."""
     batches = TranslationBatches(_job(batch_tokens=5120, max_len=64, lengths="fixed"), None)
@@ -152,7 +153,7 @@ def test_fixed_lengths_give_the_yardsticks_one_shape_and_no_tail_batch():
 def test_a_relative_corpus_path_not_found_here_is_taken_from_the_project_root(tmp_path, monkeypatch):
     """README's `dataset.path=data/bible` works from any directory, as every other dataset's path does."""
     from dlbench.core.names import PROJECT_ROOT
-    from dlbench.data.translation_source import corpus_path
+    from dlbench.workloads.translation.source import corpus_path
 
     monkeypatch.chdir(tmp_path)
     job = _job(dataset={"name": "bible_es_en", "path": "conf/dataset", "format": "parallel_text"})

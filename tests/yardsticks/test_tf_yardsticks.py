@@ -105,8 +105,8 @@ def test_yardsticks_import_nothing_from_dlbench():
 )
 def test_classification_params_equal_dlbench(tf_models, name, size, classes, params):
     load, keras = tf_models
-    from dlbench.backends.tensorflow.models.classification import build_model
-    from dlbench.tasks.classification import ClassificationConfig
+    from dlbench.workloads.classification.spec import ClassificationConfig
+    from dlbench.workloads.classification.tensorflow import build_model
 
     theirs = count(build_model(ClassificationConfig(name=name, image_size=size, num_classes=classes)))
     mine = count(load("bare_tf_classification").MODELS[name](size, classes))
@@ -139,8 +139,8 @@ def test_resnet50_xla_compiles_with_xla():
 @pytest.mark.parametrize(("users", "items", "params"), [(None, None, 31_832_577), (500, 300, None)])
 def test_ncf_params_equal_dlbench(tf_models, users, items, params):
     load, keras = tf_models
-    from dlbench.backends.tensorflow.models.recommendation import build_model
-    from dlbench.tasks.recommendation import RecommendationConfig, table_sizes
+    from dlbench.workloads.recommendation.spec import RecommendationConfig, table_sizes
+    from dlbench.workloads.recommendation.tensorflow import build_model
 
     cfg = RecommendationConfig(num_users=users, num_items=items)
     theirs = count(build_model(cfg))
@@ -155,7 +155,7 @@ def test_ncf_ids_are_dlbench_synthetic_pool(tf_models):
     """The yardstick trains on the very ids of dlbench's synthetic pool (same work per step)."""
     import argparse
 
-    from dlbench.tasks.recommendation import RecommendationConfig, synthetic_pool
+    from dlbench.workloads.recommendation.spec import RecommendationConfig, synthetic_pool
 
     ncf = tf_models[0]("bare_tf_ncf")
     theirs = synthetic_pool(RecommendationConfig(num_users=500, num_items=300))(1000, True)
@@ -199,12 +199,12 @@ def test_transformer_params_equal_dlbench(tf_models, size, vocab, params):
     import argparse
 
     load, keras = tf_models
-    from dlbench.core.transformer import SIZES, param_count
-    from dlbench.tasks.translation import TranslationConfig, model_size
+    from dlbench.workloads.translation.spec import TranslationConfig, model_size
+    from dlbench.workloads.translation.transformer import SIZES, param_count
 
     cfg = TranslationConfig(size=size, vocab=vocab)
     if params is None:
-        from dlbench.backends.tensorflow.models.translation import build_model
+        from dlbench.workloads.translation.tensorflow import build_model
 
         theirs = count(build_model(cfg))
         assert theirs == param_count(model_size(cfg))
@@ -281,9 +281,9 @@ def test_ssd300_params_and_default_boxes_equal_dlbench(tf_models, size, params):
     import numpy as np
 
     load, keras = tf_models
-    from dlbench.backends.tensorflow.models.detection import build_model
-    from dlbench.data.ssd_boxes import default_boxes_for
-    from dlbench.tasks.detection import DetectionConfig
+    from dlbench.workloads.detection.boxes import default_boxes_for
+    from dlbench.workloads.detection.spec import DetectionConfig
+    from dlbench.workloads.detection.tensorflow import build_model
 
     theirs = build_model(DetectionConfig(image_size=size))
     ssd = load("bare_tf_ssd300")

@@ -6,8 +6,8 @@ A backend is a package `dlbench.backends.<name>` exposing:
     versions() -> dict[str, str]                   framework / CUDA / cuDNN versions for MLflow tags
     model_stats(model: ModelConfig) -> dict        params and forward GFLOPs (parity check, worker)
 
-The Bench protocol, TimedSource and BackendUnavailable live in dlbench.core.bench (framework-free, so
-no lower layer imports from here); they are re-exported for the backends' convenience.
+The Bench protocol lives in dlbench.core.bench and BackendUnavailable in dlbench.errors (both
+framework-free, so no lower layer imports from here).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from dlbench.core.bench import BackendUnavailable, Bench, TimedSource
+from dlbench.errors import BackendUnavailable
 
 # framework.name -> (backend module, the package whose absence means "not installed")
 BACKENDS: dict[str, tuple[str, str, str]] = {
@@ -41,6 +41,3 @@ def load_backend(name: str) -> ModuleType:
         )
     importlib.import_module(package)  # the framework itself: the bulk of the worker's import time
     return importlib.import_module(module)
-
-
-__all__ = ["BACKENDS", "BackendUnavailable", "Bench", "TimedSource", "load_backend"]

@@ -10,34 +10,38 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
-from dlbench.backends.base import BACKENDS
 from dlbench.config import MEMORY_FORMATS, JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.data.synthetic import HostBatch, synthetic_pool
-from dlbench.tasks import task_spec
+from dlbench.errors import BackendUnavailable
+from dlbench.workloads.registry import family_module, task_spec
+
+F = TypeVar("F")
 
 
-def load_family(framework: str, task: str) -> ModuleType:
-    """The framework's model module for `task`: backends/<framework>/models/<task>.py."""
-    name = f"{BACKENDS[framework][0]}.models.{task}"
+def load_family(base: type[F], task: str) -> F:
+    """The family of `task` in the framework of `base` (TorchFamily, TFFamily, MXNetFamily): the one class
+    derived from `base` in workloads/<task>/<framework>.py, instantiated."""
+    name = family_module(base.framework, task)
     try:
-        return importlib.import_module(name)
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise
         raise BackendUnavailable(
-            f"framework={framework} model.task={task}: this framework has no {task} models yet "
+            f"framework={base.framework} model.task={task}: this framework has no {task} models yet "
             f"({name.replace('.', '/')}.py)"
         ) from None
-
-
-def family_facts(family: ModuleType, model: Any) -> dict[str, Any]:
-    """Run facts a model family reports about the network it built (`run_facts(model)`, optional)."""
-    report = getattr(family, "run_facts", None)
-    return dict(report(model)) if report is not None else {}
+    found = [
+        c for c in vars(module).values() if isinstance(c, type) and issubclass(c, base) and c is not base
+    ]
+    if len(found) != 1:
+        raise TypeError(
+            f"{name} must define one {base.__name__} subclass, found {[c.__name__ for c in found]}"
+        )
+    return found[0]()
 
 
 class PoolSource:
@@ -155,19 +159,19 @@ class SpecBench:
         self.source: TimedSource | None = None
         self.in_memory: Any = None  # the MemorySource of an in-memory dataset (mode=converge evaluates on it)
         self.init = "framework default"  # how the initial weights were made (run fact `init`)
-        self.family: ModuleType | None = None
+        self.family: Any = None
 
-    def load_family(self, framework: str) -> ModuleType:
-        """The framework's model module for this job's task (kept: open_source looks for its hooks)."""
-        self.family = load_family(framework, self.spec.task)
+    def load_family(self, base: type[F]) -> F:
+        """This job's workload in the bench's framework (`base`: that framework's family base class)."""
+        self.family = load_family(base, self.spec.task)
         return self.family
 
-    def open_source(self, to_device: Callable[[HostBatch], Batch], real: Callable[[], Any]) -> None:
+    def open_source(self, to_device: Callable[[HostBatch], Batch]) -> None:
         """Synthetic data (the spec's numpy batches, made once, put on the device by `to_device`), or the
-        dataset through the family's `real_source(bench)` when its model module defines one (a task whose
-        data is not images), else `real()`, the framework's image DALI adapter (imported only then: DALI
-        is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and `close()`.
-        A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed from those."""
+        dataset through the family's `dali_source(bench)` (the framework's DALI adapter, imported only
+        then: DALI is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and
+        `close()`. A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed
+        from those."""
         source: Any
         if self.job.mode == "converge" and self.spec.memory_source is not None:
             source = self.in_memory = self.spec.memory_source(self.job, self.spec, to_device)
@@ -177,11 +181,11 @@ class SpecBench:
             pool = synthetic_pool(self.spec, self.job.batch_size, self.job.mode == "train")
             source = PoolSource([to_device(b) for b in pool])
         elif self.job.dataset.format == "ratings":  # user-item ratings read with numpy, no DALI
-            from dlbench.data.movielens import MovieLensSource
+            from dlbench.workloads.recommendation.movielens import MovieLensSource
 
             source = self.in_memory = MovieLensSource(self.job, to_device)
         elif self.job.dataset.format == "coco_memory":  # detection's COCO layout, decoded once with PIL
-            from dlbench.data.coco_memory import CocoMemorySource
+            from dlbench.workloads.detection.coco_memory import CocoMemorySource
 
             source = self.in_memory = CocoMemorySource(self.job, self.spec, to_device)
         elif self.job.dataset.format in MEMORY_FORMATS:
@@ -189,8 +193,7 @@ class SpecBench:
 
             source = self.in_memory = MemorySource(self.job, self.spec, to_device)
         else:
-            hook = getattr(self.family, "real_source", None)
-            source = ExplainedSource(hook(self) if hook is not None else real())
+            source = ExplainedSource(self.family.dali_source(self))
         self.source = TimedSource(source)
 
     def with_negatives(self, inputs: tuple, targets: tuple) -> tuple[tuple, tuple]:
@@ -214,12 +217,12 @@ class SpecBench:
 
     def seed_weights(self, model: Any) -> None:
         """mode=converge: put the run seed's initial weights in, where the family draws them framework-free
-        (`load_seeded_weights(model, cfg, seed) -> bool`, e.g. the small CNN: identical in every framework);
-        the caller has seeded its framework's RNG for the others."""
+        (`load_seeded_weights`, e.g. the small CNN: identical in every framework); the caller has seeded its
+        framework's RNG for the others."""
         if self.job.mode != "converge":
             return
-        seed, load = self.job.schedule.seed, getattr(self.family, "load_seeded_weights", None)
-        if load is not None and load(model, self.job.model, seed):
+        seed = self.job.schedule.seed
+        if self.family.load_seeded_weights(model, self.job.model, seed):
             self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
         else:
             self.init = f"{self.job.framework.name} RNG seeded with {seed}"

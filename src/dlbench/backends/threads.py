@@ -1,4 +1,4 @@
-"""How many CPU threads a job's framework uses, the same rule for all three (issue #10).
+"""How many CPU threads a job's framework uses, the same rule for all three.
 
 `threads=null` means the CPUs in the worker's affinity mask. Each framework's `threads` module says
 what must be in the environment before its import (`env`) and applies/reads back the count after

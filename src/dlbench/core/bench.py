@@ -13,10 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 
-class BackendUnavailable(RuntimeError):
-    """The framework cannot run here (not installed, or no code for this GPU); one-line message."""
-
-
 @dataclass(frozen=True)
 class Batch:
     """One step's data, already on the bench's device, in the task spec's input/target order.

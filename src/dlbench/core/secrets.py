@@ -1,4 +1,4 @@
-"""Credentials never reach the store, an artifact or a report (issue #10).
+"""Credentials never reach the store, an artifact or a report.
 
 `mask` rewrites any text that may hold a URI: `scheme://user:password@host` keeps the user and hides
 the password; query parameters whose name says secret (password, token, key, signature, ...) keep the

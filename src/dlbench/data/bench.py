@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch, ExplainedSource, TimedSource
+from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.core.precision import plan_precision
 from dlbench.data.pipelines import ImagePipeline, cuda_device_count
+from dlbench.errors import BackendUnavailable
 
 
 def preferred_layout(framework: str, on_gpu: bool) -> str:
@@ -53,7 +54,7 @@ class DataBench:
         layout = preferred_layout(job.framework.name, gpus > 0)
         dtype = plan_precision(job.precision, "cuda" if gpus else "cpu").input_dtype
         if job.model.task == "detection":  # the COCO reader with DLE's SSD augmentations and box encoding
-            from dlbench.data.coco_pipeline import CocoPipeline
+            from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
             self.pipeline: Any = CocoPipeline.from_job(job, device_id, layout, dtype)
             self.format = "coco"

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.config import ConfigError
 from dlbench.data.seeds import stream
+from dlbench.errors import ConfigError
 
 LAYOUTS = ("nchw", "nhwc")
 

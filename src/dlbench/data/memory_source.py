@@ -13,10 +13,10 @@ from typing import Any
 
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
+from dlbench.core.spec import TaskSpec
 from dlbench.data.epochs import EpochPlan, EpochSource, Normalizer, eval_batches
-from dlbench.data.small_images import load_image_set
 from dlbench.data.synthetic import HostBatch
-from dlbench.tasks.spec import TaskSpec
+from dlbench.workloads.classification.small_images import load_image_set
 
 
 class MemorySource(EpochSource):

@@ -39,9 +39,10 @@ import nvidia.dali.tfrecord as tfrec
 import nvidia.dali.types as types
 from nvidia.dali.pipeline import Pipeline
 
-from dlbench.config import ConfigError, JobConfig
+from dlbench.config import JobConfig
 from dlbench.data import formats
 from dlbench.data.validate import CorruptImageError, DatasetLayout, resolve_layout
+from dlbench.errors import ConfigError
 
 log = logging.getLogger("dlbench.data")
 

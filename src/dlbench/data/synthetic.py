@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlbench.tasks.spec import TaskSpec, TensorSpec
+from dlbench.core.spec import TaskSpec, TensorSpec
 
 
 @dataclass(frozen=True)

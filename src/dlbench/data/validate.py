@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import MEMORY_FORMATS, ConfigError, JobConfig
+from dlbench.config import MEMORY_FORMATS, JobConfig
 from dlbench.core.names import project_relative
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
-from dlbench.data.movielens import check_movielens
-from dlbench.data.small_images import check_image_set
+from dlbench.errors import ConfigError
+from dlbench.workloads.classification.small_images import check_image_set
+from dlbench.workloads.recommendation.movielens import check_movielens
 
 FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")
@@ -97,7 +98,7 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
         or ds.name == "movielens"
         or (job.model.task == "recommendation" and ds.name != "synthetic")
     ):
-        return check_movielens(job)  # ratings, not images: data/movielens.py
+        return check_movielens(job)  # ratings, not images: workloads/recommendation/movielens.py
     if ds.name == "synthetic":
         if job.mode == "data":
             raise ConfigError(
@@ -105,14 +106,16 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
             )
         return {}
     if ds.format == "parallel_text":  # translation corpora: two aligned text files per split
-        from dlbench.data.translation_source import check_corpus
+        from dlbench.workloads.translation.source import check_corpus
 
         return check_corpus(job)
     if ds.format == "coco_memory":  # detection's COCO layout, decoded into memory by the worker
-        from dlbench.data.coco_memory import check_memory_set
+        from dlbench.workloads.detection.coco_memory import check_memory_set
 
         return check_memory_set(job)
-    if ds.format in MEMORY_FORMATS:  # read whole into memory by the worker (data/small_images.py)
+    if (
+        ds.format in MEMORY_FORMATS
+    ):  # read whole into memory by the worker (workloads/classification/small_images.py)
         return check_image_set(ds.name, ds.path, job.model, ds.num_samples, ds.eval_samples)
     _check_data_settings(job)
     ds.path = resolve_path(job)
@@ -133,8 +136,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
 
 
 def _check_coco(job: JobConfig) -> dict[str, Any]:
-    """Detection reads the COCO layout (dlbench.data.coco), and only detection does."""
-    from dlbench.data import coco  # detection only
+    """Detection reads the COCO layout (dlbench.workloads.detection.coco), and only detection does."""
+    from dlbench.workloads.detection import coco  # detection only
 
     ds = job.dataset
     if job.model.task != "detection" or ds.format not in (None, "coco"):
@@ -210,7 +213,7 @@ def resolve_path(job: JobConfig) -> str:
         raise ConfigError(f"dataset={ds.name}: {where}={raw} does not exist; point it at the dataset folder")
     if path.is_dir() and not any(p for p in path.iterdir() if not p.name.startswith(".")):
         raise ConfigError(
-            f"dataset={ds.name}: {where}={raw} is empty; create the data (e.g. scripts/make_image_dataset.py)"
+            f"dataset={ds.name}: {where}={raw} is empty; create the data (e.g. scripts/datasets/make_image_dataset.py)"
         )
     return str(path)
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import psutil
 
-from dlbench.config import ConfigError
+from dlbench.errors import ConfigError
 
 GPU_FLAG_TAG = "dlbench.gpu_flag"  # "shared": another process used the GPU while the job ran
 CLOCK_FLAG_TAG = "dlbench.clock_flag"  # "throttled", "clock-drop", or both (comma-separated)

@@ -4,7 +4,7 @@ Default store: sqlite:///<project root>/mlflow.db, artifacts in <project root>/m
 the database, for every experiment including MLflow's "Default"). A new sqlite database is created
 (migrated: ~65 tables) by one process at a time, under a file lock beside it, into a temporary file
 that is renamed into place, so neither two sweeps started together nor a signal or a kill during the
-migration can leave a half-made store (issue #10).
+migration can leave a half-made store.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
-from dlbench.config import ConfigError
 from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import mask
+from dlbench.errors import ConfigError
 from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
 
 SQLITE = "sqlite:///"

@@ -1,4 +1,4 @@
-"""MXNet (Gluon) backend: the task spec's networks (models/<task>.py), defined to equal the torch nets.
+"""MXNet (Gluon) backend: the task spec's networks (workloads/<task>/mxnet.py), defined to equal the torch nets.
 
 MXNet itself is imported only through `_compat` (the numpy shim), and only when a function here is
 called: `load_backend` finds this package before MXNet is imported.

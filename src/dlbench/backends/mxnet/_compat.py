@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from dlbench.core.bench import BackendUnavailable
+from dlbench.errors import BackendUnavailable
 
 try:
     import numpy

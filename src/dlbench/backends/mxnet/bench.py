@@ -10,15 +10,15 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.capability import HOPPER
-from dlbench.backends.mxnet.losses import make_loss
-from dlbench.backends.mxnet.models import trainable_params
+from dlbench.backends.mxnet.family import MXNetFamily, trainable_params
 from dlbench.backends.mxnet.optimizers import make_trainer
 from dlbench.backends.mxnet.precision import LayerProbe, MXPrecision, cast_network, dtype_name
-from dlbench.backends.skeleton import SpecBench, family_facts
+from dlbench.backends.skeleton import SpecBench
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 from dlbench.telemetry.nvml import visible_gpus
 
 
@@ -68,8 +68,8 @@ def as_outputs(out: Any) -> tuple:
 
 
 class MXNetBench(SpecBench):
-    """Model family from backends/mxnet/models/<task>.py: `build_model(cfg, train)`, `initialize(net,
-    cfg, ctx)` and, optionally, `infer(net, inputs) -> outputs`; the default inference is `net(*inputs)`."""
+    """The job's workload as its MXNetFamily (workloads/<task>/mxnet.py) builds, initializes, runs and
+    scores it."""
 
     def __init__(self, job: JobConfig) -> None:
         super().__init__(job)
@@ -84,27 +84,26 @@ class MXNetBench(SpecBench):
         self.prec = MXPrecision(plan, ctx, self.train, desc)
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             mx.random.seed(job.schedule.seed)
-        family = self.load_family("mxnet")
-        self._infer = getattr(family, "infer", None)
+        family = self.load_family(MXNetFamily)
         net = family.build_model(job.model, train=self.train)
         family.initialize(net, job.model, ctx)
         self.seed_weights(net)
         if self.prec.param_name != "float32":
             cast_network(net, self.prec.param_name)
         self.hybridized = bool(job.framework.hybridize)
-        self.loss_fn = make_loss(self.spec)
+        self.loss_fn = family.loss(self.spec)
         if self.hybridized:
             net.hybridize(static_alloc=True, static_shape=True)
             self.loss_fn.hybridize(static_alloc=True, static_shape=True)
         self.net = net
-        self.family_facts = family_facts(family, net)
+        self.family_facts = family.run_facts(net)
         self.probe = LayerProbe(net, list(self.spec.inputs))
         self.trainer = None
         if self.train:
             multi = self.prec.param_name == "float16"
             self.trainer = make_trainer(net.collect_params(), self.spec.optimizer, multi)
             self.prec.attach(self.trainer)
-        self.open_source(self._to_device, self._dali_source)
+        self.open_source(self._to_device)
         self._last: Batch | None = None
         self._loss: Any = None
         self._out: Any = None
@@ -131,12 +130,6 @@ class MXNetBench(SpecBench):
             host.units,
         )
 
-    def _dali_source(self) -> Any:
-        from dlbench.backends.mxnet.dali_source import CocoSource, DaliSource
-
-        source = CocoSource if self.spec.task == "detection" else DaliSource
-        return source(self.job, self.ctx, self.prec.plan.input_dtype)
-
     def _batch(self) -> Batch:
         batch = self._cast_inputs(self.source.next())
         self._last = batch
@@ -157,9 +150,9 @@ class MXNetBench(SpecBench):
 
     def predict(self, host: HostBatch) -> Any:
         """The network's outputs for a host batch as float32 numpy (mode=converge scores them with
-        dlbench.eval): outside autograd.record, i.e. predict mode, in the job's precision."""
+        the workload's eval): outside autograd.record, i.e. predict mode, in the job's precision."""
         inputs = self._cast_inputs(self._to_device(host)).inputs
-        out = self._infer(self.net, inputs) if self._infer is not None else self.net(*inputs)
+        out = self.family.infer(self.net, inputs)
         outs = tuple(
             o if isinstance(o, np.ndarray) else mx.nd.amp_cast(o, dtype=np.float32).asnumpy()  # numpy: ids
             for o in as_outputs(out)
@@ -170,7 +163,7 @@ class MXNetBench(SpecBench):
     def step(self) -> None:
         batch = self._batch()
         if not self.train:  # outside autograd.record: predict mode (BN statistics, no dropout)
-            self._out = self._infer(self.net, batch.inputs) if self._infer else self.net(*batch.inputs)
+            self._out = self.family.infer(self.net, batch.inputs)
             return
         inputs, targets = self.with_negatives(batch.inputs, batch.targets)
         with mx.autograd.record():
@@ -181,7 +174,7 @@ class MXNetBench(SpecBench):
         self.prec.backward(loss)
         # per-sample losses are averaged over the rows really trained on (NCF: positives + negatives);
         # a loss that is already its batch's mean (e.g. per target token) is not divided again
-        self.trainer.step(1 if getattr(self.loss_fn, "normalized", False) else loss.shape[0])
+        self.trainer.step(1 if self.family.loss_averaged else loss.shape[0])
         self._loss = loss
 
     def sync(self) -> None:

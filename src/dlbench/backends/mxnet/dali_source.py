@@ -17,8 +17,8 @@ import numpy as np
 from dlbench.backends.mxnet._compat import mx
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
-from dlbench.data.coco_pipeline import CocoPipeline
 from dlbench.data.pipelines import ImagePipeline
+from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
 
 class DaliSource:
@@ -49,7 +49,7 @@ class DaliSource:
 
 
 class CocoSource(DaliSource):
-    """Detection batches (COCO layout) through DALI (dlbench.data.coco_pipeline): x NCHW as above;
+    """Detection batches (COCO layout) through DALI (dlbench.workloads.detection.coco_pipeline): x NCHW as above;
     targets loc (N, 4, anchors) and labels (N, anchors) as float32 (Gluon picks with float indices).
     mode=infer reads the held-out split and has no targets."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
-from dlbench.tasks.spec import OptimizerSpec
+from dlbench.core.spec import OptimizerSpec
 
 
 class SpecScheduler(mx.lr_scheduler.LRScheduler):

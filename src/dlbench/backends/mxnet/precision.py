@@ -33,8 +33,8 @@ import numpy as np
 
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.skeleton import LayerRecord
-from dlbench.core.bench import BackendUnavailable
 from dlbench.core.precision import PrecisionPlan
+from dlbench.errors import BackendUnavailable
 
 _amp: Any = None  # mxnet.contrib.amp.amp, imported on first use (it rewraps operators when initialized)
 

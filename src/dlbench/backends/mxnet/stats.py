@@ -13,8 +13,10 @@ import json
 from typing import Any
 
 from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.family import MXNetFamily
 from dlbench.backends.skeleton import load_family
-from dlbench.tasks import ModelConfig, task_spec
+from dlbench.core.spec import ModelConfig
+from dlbench.workloads.registry import task_spec
 
 
 def _prod(xs: Any) -> int:
@@ -66,7 +68,7 @@ def model_stats(model_cfg: ModelConfig) -> dict[str, Any]:
     Shapes only: the block is traced to a symbol and nothing is allocated, so the worker can call
     this beside a built bench (VGG16 would otherwise cost another 550 MB)."""
     spec = task_spec(model_cfg)
-    net = load_family("mxnet", spec.task).build_model(model_cfg)
+    net = load_family(MXNetFamily, spec.task).build_model(model_cfg)
     shapes = {name: (1, *spec.sample_shape(t)) for name, t in spec.inputs.items()}
     out = net(*[mx.sym.var(name) for name in shapes])
     stats = graph_stats(mx.sym.Group(list(out)) if isinstance(out, (list, tuple)) else out, shapes)

@@ -1,4 +1,4 @@
-"""TensorFlow backend (Keras 3, NHWC): the task spec's networks (models/<task>.py), each defined to
+"""TensorFlow backend (Keras 3, NHWC): the task spec's networks (workloads/<task>/tensorflow.py), each defined to
 be the same network as the torch backend's (equal parameter counts, equal conv + dense FLOPs).
 
 TensorFlow is imported inside the functions, so importing this package stays cheap; the worker
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.backends.base import Bench
 from dlbench.config import JobConfig, ModelConfig
+from dlbench.core.bench import Bench
 
 
 def build(job: JobConfig) -> Bench:

@@ -20,15 +20,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.skeleton import SpecBench, family_facts
-from dlbench.backends.tensorflow.losses import make_loss
-from dlbench.backends.tensorflow.models import trainable_params
+from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.tensorflow.family import TFFamily, call_model, trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
 from dlbench.backends.tensorflow.precision import LayerProbe, TFPrecision
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 
 _SYNC_DEVICES = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
 
@@ -63,14 +63,9 @@ def to_tf_layout(array: np.ndarray, layout: str | None) -> np.ndarray:
     return array
 
 
-def call_model(model: keras.Model, inputs: tuple, training: bool) -> Any:
-    """Keras takes one input as a tensor and several as a list (in the task spec's order)."""
-    return model(inputs[0] if len(inputs) == 1 else list(inputs), training=training)
-
-
 class TFBench(SpecBench):
-    """Model family from backends/tensorflow/models/<task>.py: `build_model(cfg, float_dtype)` and,
-    optionally, `infer(model, inputs) -> outputs` (traced into the inference tf.function)."""
+    """The job's workload as its TFFamily (workloads/<task>/tensorflow.py) builds, runs and scores it; its
+    `infer` is traced into the inference tf.function unless the family marks it `eager_infer`."""
 
     def __init__(self, job: JobConfig) -> None:
         super().__init__(job)
@@ -82,30 +77,29 @@ class TFBench(SpecBench):
         self._out: tf.Tensor | None = None
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             keras.utils.set_random_seed(job.schedule.seed)
-        family = self.load_family("tf")
-        self._infer = getattr(family, "infer", None)
+        family = self.load_family(TFFamily)
         with tf.device(self._tf_device):
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
             self.seed_weights(self.model)
-            self.family_facts = family_facts(family, self.model)
+            self.family_facts = family.run_facts(self.model)
             self.probe = LayerProbe(self.model)
-            self.loss_fn = make_loss(self.spec)
+            self.loss_fn = family.loss(self.spec)
             self.opt: keras.optimizers.Optimizer | None = None
             if self.train:
                 self.opt = self.prec.wrap_optimizer(make_optimizer(self.spec.optimizer))
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
-            self.open_source(self._to_device, self._dali_source)
+            self.open_source(self._to_device)
         body = self._train_step if self.train else self._infer_step
         # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
         # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
-        eager = not self.train and getattr(self._infer, "eager", False)
+        eager = not self.train and family.eager_infer
         self._step = (
             body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         )
         # mode=converge's evaluation (predict) runs the inference step, traced unless `infer` is eager
         self._predict = (
             self._infer_step
-            if getattr(self._infer, "eager", False)
+            if family.eager_infer
             else tf.function(self._infer_step, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         )
         if self.on_gpu:
@@ -128,12 +122,6 @@ class TFBench(SpecBench):
             host.units,
         )
 
-    def _dali_source(self) -> Any:
-        from dlbench.backends.tensorflow.dali_source import CocoSource, DaliSource
-
-        source = CocoSource if self.spec.task == "detection" else DaliSource
-        return source(self.job, self._tf_device, self.prec.plan.input_dtype)
-
     def _cast(self, inputs: tuple) -> tuple:
         # no-op unless a data source feeds floats in another dtype than the model's variables
         return tuple(tf.cast(x, self.prec.variable_dtype) if x.dtype.is_floating else x for x in inputs)
@@ -151,9 +139,7 @@ class TFBench(SpecBench):
 
     def _infer_step(self, inputs: tuple, targets: tuple) -> Any:
         inputs = self._cast(inputs)
-        if self._infer is not None:
-            return self._infer(self.model, inputs)
-        return call_model(self.model, inputs, False)
+        return self.family.infer(self.model, inputs)
 
     def step(self) -> None:
         batch = self.source.next()
@@ -164,7 +150,7 @@ class TFBench(SpecBench):
 
     def predict(self, host: HostBatch) -> Any:
         """The model's outputs for a host batch as float32 numpy (mode=converge scores them with
-        dlbench.eval): inference mode (training=False), the job's precision."""
+        the workload's eval): inference mode (training=False), the job's precision."""
         batch = self._to_device(host)
         with tf.device(self._tf_device):
             out = self._predict(batch.inputs, batch.targets)

@@ -14,8 +14,8 @@ from nvidia.dali.plugin.tf import DALIDataset
 
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
-from dlbench.data.coco_pipeline import CocoPipeline
 from dlbench.data.pipelines import ImagePipeline
+from dlbench.workloads.detection.coco_pipeline import CocoPipeline
 
 
 class DaliSource:
@@ -55,7 +55,7 @@ class DaliSource:
 
 
 class CocoSource(DaliSource):
-    """Detection batches (COCO layout) through DALI (dlbench.data.coco_pipeline): x NHWC as above;
+    """Detection batches (COCO layout) through DALI (dlbench.workloads.detection.coco_pipeline): x NHWC as above;
     targets loc (N, 4, anchors) float32 and labels (N, anchors) int32, encoded by DALI's box encoder.
     mode=infer reads the held-out split and has no targets."""
 

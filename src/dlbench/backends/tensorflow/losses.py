@@ -4,12 +4,11 @@ LOSSES (and the same kind in the other backends' losses.py)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import tensorflow as tf
 
-from dlbench.tasks.spec import TaskSpec
+from dlbench.core.spec import TaskSpec
 
 LossFn = Callable[..., tf.Tensor]
 
@@ -30,23 +29,9 @@ def _sigmoid_binary_cross_entropy(spec: TaskSpec) -> LossFn:
     return loss
 
 
-def _ssd_multibox(spec: TaskSpec) -> LossFn:
-    from dlbench.backends.tensorflow.models.detection import ssd_loss
-
-    return lambda outputs, loc, labels: ssd_loss(*outputs, loc, labels)
-
-
-def _label_smoothed_cross_entropy(spec: TaskSpec) -> LossFn:
-    from dlbench.backends.tensorflow.models.translation import label_smoothed_ce
-
-    return functools.partial(label_smoothed_ce, eps=spec.loss_args["smoothing"])
-
-
 LOSSES: dict[str, Callable[[TaskSpec], LossFn]] = {
     "softmax_cross_entropy": _softmax_cross_entropy,
     "sigmoid_binary_cross_entropy": _sigmoid_binary_cross_entropy,
-    "ssd_multibox": _ssd_multibox,
-    "label_smoothed_cross_entropy": _label_smoothed_cross_entropy,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from dlbench.tasks.spec import OptimizerSpec
+from dlbench.core.spec import OptimizerSpec
 
 
 class SpecSchedule(keras.optimizers.schedules.LearningRateSchedule):

@@ -15,9 +15,9 @@ import keras
 import tensorflow as tf
 
 from dlbench.backends.skeleton import load_family
-from dlbench.backends.tensorflow.bench import call_model
-from dlbench.backends.tensorflow.models import trainable_params
-from dlbench.tasks import ModelConfig, task_spec
+from dlbench.backends.tensorflow.family import TFFamily, call_model, trainable_params
+from dlbench.core.spec import ModelConfig
+from dlbench.workloads.registry import task_spec
 
 # Op types that make up "conv + dense" FLOPs (what torch.utils.flop_counter counts for these nets).
 MATMUL_OPS = ("Conv2D", "MatMul", "BatchMatMulV2", "DepthwiseConv2dNative")
@@ -59,7 +59,7 @@ def model_stats(cfg: ModelConfig) -> dict[str, Any]:
     keras.mixed_precision.set_global_policy("float32")
     try:
         with tf.device("/CPU:0"):
-            model = load_family("tf", cfg.task).build_model(cfg)
+            model = load_family(TFFamily, cfg.task).build_model(cfg)
     finally:
         keras.mixed_precision.set_global_policy(previous)
     signature = _input_signature(cfg)

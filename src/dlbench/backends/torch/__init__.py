@@ -1,4 +1,4 @@
-"""PyTorch backend: the task spec's networks (models/<task>.py), trained or run on one device."""
+"""PyTorch backend: the task spec's networks (workloads/<task>/torch.py), trained or run on one device."""
 
 from __future__ import annotations
 

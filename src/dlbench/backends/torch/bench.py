@@ -7,14 +7,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlbench.backends.skeleton import SpecBench, family_facts
-from dlbench.backends.torch.losses import make_loss
+from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.torch.family import TorchFamily
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
 from dlbench.config import JobConfig
-from dlbench.core.bench import BackendUnavailable, Batch
+from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
+from dlbench.errors import BackendUnavailable
 
 
 def pick_device(requested: str) -> torch.device:
@@ -28,8 +29,7 @@ def pick_device(requested: str) -> torch.device:
 
 
 class TorchBench(SpecBench):
-    """Model family from backends/torch/models/<task>.py: `build_model(cfg) -> nn.Module` and, optionally,
-    `infer(model, inputs) -> outputs` (e.g. greedy decoding); the default inference is `model(*inputs)`."""
+    """The job's workload as its TorchFamily (workloads/<task>/torch.py) builds, runs and scores it."""
 
     def __init__(self, job: JobConfig) -> None:
         super().__init__(job)
@@ -40,23 +40,22 @@ class TorchBench(SpecBench):
         self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             torch.manual_seed(job.schedule.seed)
-        family = self.load_family("torch")
+        family = self.load_family(TorchFamily)
         model = family.build_model(job.model)
         self.seed_weights(model)
         model = model.to(device=dev, dtype=self.prec.param_dtype)
         model = model.to(memory_format=self.memory_format)
         model.train(self.train)
         self.model = model
-        self.family_facts = family_facts(family, model)
+        self.family_facts = family.run_facts(model)
         self.probe = LayerProbe(model)
         fw = job.framework
         self.run_model = torch.compile(model, mode=fw.compile_mode) if fw.compile else model
-        self._infer = getattr(family, "infer", None)
-        self.loss_fn = make_loss(self.spec)
+        self.loss_fn = family.loss(self.spec)
         self.optimizer_impl = resolve_optimizer_impl(fw.optimizer_impl, dev)
         self.opt = make_optimizer(model, self.optimizer_impl, self.spec.optimizer) if self.train else None
         self.schedule = make_schedule(self.opt, self.spec.optimizer) if self.train else None
-        self.open_source(self._to_device, self._dali_source)
+        self.open_source(self._to_device)
         self._loss: torch.Tensor | None = None
         if dev.type == "cuda":
             torch.backends.cudnn.benchmark = True
@@ -82,12 +81,6 @@ class TorchBench(SpecBench):
             host.units,
         )
 
-    def _dali_source(self) -> Any:
-        from dlbench.backends.torch.dali_source import CocoSource, DaliSource
-
-        source = CocoSource if self.spec.task == "detection" else DaliSource
-        return source(self.job, self.dev, self.memory_format, self.prec)
-
     # ---- the step ------------------------------------------------------------------------------
     def step(self) -> None:
         self._step(self.source.next())
@@ -100,10 +93,7 @@ class TorchBench(SpecBench):
         model = self.model if self.probe.active else self.run_model
         if not self.train:
             with torch.inference_mode(), self.prec.autocast():
-                if self._infer is not None:
-                    self._infer(model, batch.inputs)
-                else:
-                    model(*batch.inputs)
+                self.family.infer(model, batch.inputs)
             return
         inputs, targets = self.with_negatives(batch.inputs, batch.targets)
         with self.prec.autocast():
@@ -123,16 +113,12 @@ class TorchBench(SpecBench):
 
     def predict(self, host: HostBatch) -> Any:
         """The model's outputs for a host batch as float32 numpy (mode=converge scores them with
-        dlbench.eval): evaluation mode, the job's precision, no gradients."""
+        the workload's eval): evaluation mode, the job's precision, no gradients."""
         inputs = self._to_device(host).inputs
         self.model.eval()
         try:
             with torch.inference_mode(), self.prec.autocast():
-                out = (
-                    self._infer(self.run_model, inputs)
-                    if self._infer is not None
-                    else self.run_model(*inputs)
-                )
+                out = self.family.infer(self.run_model, inputs)
         finally:
             self.model.train(self.train)
         outs = tuple(

@@ -1,15 +1,14 @@
 """The task spec's loss kinds in PyTorch: `make_loss(spec)` -> loss(outputs, *targets) -> scalar tensor.
-A new kind is one entry in LOSSES (and the same kind in the other backends' losses.py)."""
+These are the generic kinds; a workload with a loss of its own gives it in its family's `loss(spec)`."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
 from torch.nn import functional as F
 
-from dlbench.tasks.spec import TaskSpec
+from dlbench.core.spec import TaskSpec
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -25,23 +24,9 @@ def _sigmoid_binary_cross_entropy(spec: TaskSpec) -> LossFn:
     return loss
 
 
-def _ssd_multibox(spec: TaskSpec) -> LossFn:
-    from dlbench.backends.torch.models.detection import ssd_loss
-
-    return lambda outputs, loc, labels: ssd_loss(*outputs, loc, labels)
-
-
-def _label_smoothed_cross_entropy(spec: TaskSpec) -> LossFn:
-    from dlbench.backends.torch.models.translation import label_smoothed_ce
-
-    return functools.partial(label_smoothed_ce, eps=spec.loss_args["smoothing"])
-
-
 LOSSES: dict[str, Callable[[TaskSpec], LossFn]] = {
     "softmax_cross_entropy": _softmax_cross_entropy,
     "sigmoid_binary_cross_entropy": _sigmoid_binary_cross_entropy,
-    "ssd_multibox": _ssd_multibox,
-    "label_smoothed_cross_entropy": _label_smoothed_cross_entropy,
 }
 
 

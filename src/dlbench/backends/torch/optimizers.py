@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dlbench.tasks.spec import OptimizerSpec
+from dlbench.core.spec import OptimizerSpec
 
 
 def resolve_optimizer_impl(requested: str, device: torch.device) -> str:

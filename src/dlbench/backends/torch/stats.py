@@ -13,13 +13,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends.skeleton import load_family
-from dlbench.tasks import ModelConfig, task_spec
+from dlbench.backends.torch.family import TorchFamily
+from dlbench.core.spec import ModelConfig
+from dlbench.workloads.registry import task_spec
 
 
 def model_stats(cfg: ModelConfig) -> dict[str, Any]:
     """Trainable params and forward GFLOPs per sample (inference, batch 1, float32, CPU)."""
     spec = task_spec(cfg)
-    model = load_family("torch", spec.task).build_model(cfg).eval()
+    model = load_family(TorchFamily, spec.task).build_model(cfg).eval()
     xs = [
         torch.zeros(
             (1, *spec.sample_shape(t)), dtype=torch.float32 if t.is_float else getattr(torch, t.dtype)

@@ -1,0 +1,94 @@
+"""PyTorch definitions of the benchmark networks.
+
+ResNet-50 (v1.5: stride on the 3x3 conv) and VGG16 come from torchvision, which defines the
+reference architecture the other backends match. The CIFAR ResNet of He et al. (2016, sec. 4.2) is
+defined here: 3 stages of 16/32/64 channels, n basic blocks each (depth 6n+2), identity shortcuts
+with zero-padded channels where the shape changes (the paper's option A).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+
+from dlbench.backends.torch.family import TorchFamily
+from dlbench.workloads.classification import torch_small_cnn as small_cnn
+from dlbench.workloads.classification.spec import ClassificationConfig
+
+
+class _PadShortcut(nn.Module):
+    """Option A shortcut: subsample by 2 and zero-pad the new channels (no parameters)."""
+
+    def __init__(self, extra_channels: int) -> None:
+        super().__init__()
+        self.extra = extra_channels
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, 0, self.extra))
+
+
+class _BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = _PadShortcut(cout - cin) if (stride != 1 or cin != cout) else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    def __init__(self, depth: int = 56, num_classes: int = 10, channels: int = 3) -> None:
+        super().__init__()
+        if (depth - 2) % 6:
+            raise ValueError(f"model.depth={depth}: a CIFAR ResNet has depth 6n+2 (20, 32, 44, 56, 110)")
+        n = (depth - 2) // 6
+        self.conv = nn.Conv2d(channels, 16, 3, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        blocks: list[nn.Module] = []
+        cin = 16
+        for stage, width in enumerate((16, 32, 64)):
+            for i in range(n):
+                blocks.append(_BasicBlock(cin, width, 2 if (stage > 0 and i == 0) else 1))
+                cin = width
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.bn(self.conv(x)))
+        x = self.blocks(x)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.fc(x)
+
+
+def build_model(spec: ClassificationConfig) -> nn.Module:
+    if spec.name == "resnet50":
+        return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
+    if spec.name == "vgg16":
+        return torchvision.models.vgg16(weights=None, num_classes=spec.num_classes)
+    if spec.name == "resnet_cifar":
+        return CifarResNet(spec.depth or 56, spec.num_classes, spec.channels)
+    if spec.name == "small_cnn":
+        return small_cnn.build_small_cnn(
+            image_size=spec.image_size, channels=spec.channels, num_classes=spec.num_classes
+        )
+    raise ValueError(f"model={spec.name}: the torch backend has no such model")
+
+
+def load_seeded_weights(model: nn.Module, spec: ClassificationConfig, seed: int) -> bool:
+    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    return small_cnn.load_seed(model, seed) if spec.name == "small_cnn" else False
+
+
+class ClassificationTorch(TorchFamily):
+    """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in PyTorch."""
+
+    build_model = staticmethod(build_model)
+    load_seeded_weights = staticmethod(load_seeded_weights)

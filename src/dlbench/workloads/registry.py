@@ -1,0 +1,88 @@
+"""The registry of workloads: `model.task` -> its model-config schema, its spec builder and the package
+holding its per-framework families.
+
+A workload registers itself from its package's `__init__.py` (`register(Workload(...))`). The registry
+finds them on first use: every package under dlbench/workloads/, plus the modules named in
+$DLBENCH_WORKLOADS (comma-separated; e.g. the test-only workload under tests/, which the tests register
+this way so that the worker processes find it too). docs/architecture.md, "Adding a workload".
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dlbench.core.spec import ModelConfig, TaskSpec
+
+EXTRA_ENV = "DLBENCH_WORKLOADS"
+# framework.name -> the module of a workload package that holds that framework's family
+FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    task: str
+    config: type[ModelConfig]  # the model keys of this family (a Hydra schema of group `model`)
+    spec: Callable[[ModelConfig], TaskSpec]
+    package: str  # the package of its framework modules: <package>.torch, <package>.tensorflow, ...
+    test_only: bool = False  # no conf/ option; built by tests only
+
+
+_REGISTERED: dict[str, Workload] = {}
+_found = False
+
+
+def register(workload: Workload) -> Workload:
+    """Add a workload (called by its package on import); the same task twice must be the same entry."""
+    known = _REGISTERED.setdefault(workload.task, workload)
+    if known != workload:
+        raise ValueError(f"workload {workload.task!r} registered twice ({known.package}, {workload.package})")
+    return workload
+
+
+def _find() -> None:
+    """Import every workload package once (each registers itself), then the extra modules named in the
+    environment."""
+    global _found
+    if _found:
+        return
+    _found = True
+    here = os.path.dirname(__file__)
+    for module in pkgutil.iter_modules([here]):
+        if module.ispkg:
+            importlib.import_module(f"{__package__}.{module.name}")
+    for name in filter(None, (n.strip() for n in os.environ.get(EXTRA_ENV, "").split(","))):
+        importlib.import_module(name)
+
+
+def workloads() -> dict[str, Workload]:
+    """Every registered workload by task name, in name order."""
+    _find()
+    return dict(sorted(_REGISTERED.items()))
+
+
+def unknown_task(name: str) -> str | None:
+    """A one-line message for a task name that is not registered, else None."""
+    if name in workloads():
+        return None
+    known = sorted(k for k, w in workloads().items() if not w.test_only)
+    return f"model.task={name!r}: no such task; use one of {known}"
+
+
+def task_spec(cfg: ModelConfig) -> TaskSpec:
+    """The spec of the workload `cfg` describes."""
+    return workloads()[cfg.task].spec(cfg)
+
+
+def model_config_type(task: str) -> type[ModelConfig]:
+    """The model-config dataclass of `task` (ModelConfig itself for an unknown task: validate says why)."""
+    found = workloads().get(task)
+    return found.config if found else ModelConfig
+
+
+def family_module(framework: str, task: str) -> str:
+    """The module holding `task`'s family in `framework` (it may not exist: the framework lacks it)."""
+    return f"{workloads()[task].package}.{FRAMEWORK_MODULES[framework]}"

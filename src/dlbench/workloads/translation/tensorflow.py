@@ -1,0 +1,317 @@
+"""Transformer (Vaswani et al. 2017, post-norm) written from Keras 3 layers, equal to the torch one.
+
+keras-hub's TransformerEncoder/Decoder would give the same count, but not the same computation
+(keras-hub fuses nothing and orders the decoder's dropout differently) and not the same weight names;
+writing the blocks here makes the three backends one network (dlbench.workloads.translation.transformer holds what they
+share). Attention is `keras.ops.dot_product_attention` (on TensorFlow it runs the XLA/cuDNN fused
+kernel where there is one, softmax(QK^T)V otherwise). LayerNormalization uses epsilon 1e-5 as torch
+and MXNet do (Keras' default is 1e-3). Dense kernels are (in, out): the transpose of the neutral
+(out, in) weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers, ops
+
+from dlbench.backends.tensorflow.family import TFFamily
+from dlbench.core.spec import TaskSpec
+from dlbench.workloads.translation.spec import TranslationConfig, model_size
+from dlbench.workloads.translation.transformer import (
+    LABEL_SMOOTHING,
+    PAD,
+    TransformerSize,
+    greedy_decode,
+    sinusoid_positions,
+    weight_shapes,
+)
+
+ATTENTION = "keras.ops.dot_product_attention"
+MAX_POSITIONS = 1024
+LN_EPS = 1e-5
+
+
+def _dense(units: int, name: str) -> layers.Dense:
+    return layers.Dense(units, kernel_initializer="glorot_uniform", bias_initializer="zeros", name=name)
+
+
+def _heads(x: Any, heads: int) -> Any:
+    """(B, T, H*D) -> (B, T, H, D), the layout dot_product_attention takes."""
+    shape = ops.shape(x)
+    return ops.reshape(x, (shape[0], shape[1], heads, -1))
+
+
+def _merge(x: Any) -> Any:
+    shape = ops.shape(x)
+    return ops.reshape(x, (shape[0], shape[1], -1))
+
+
+class _SelfAttention(layers.Layer):
+    def __init__(self, d: int, heads: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.heads = heads
+        self.qkv = _dense(3 * d, "qkv")
+        self.out = _dense(d, "out")
+
+    def call(self, x: Any, keep: Any, causal: bool) -> Any:
+        """keep: bool (B, 1, 1, S) key mask or None."""
+        q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
+        return self.out(_merge(ops.dot_product_attention(q, k, v, mask=keep, is_causal=causal)))
+
+    def step(self, x: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
+        """One new position (B, 1, d) against the cached keys/values (B, t, H, D): (output, keys, values)
+        extended by this position. Pure (no state), so the decoding step can be one tf.function."""
+        q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
+        k, v = ops.concatenate([k_cache, k], 1), ops.concatenate([v_cache, v], 1)
+        return self.out(_merge(ops.dot_product_attention(q, k, v))), k, v
+
+
+class _CrossAttention(layers.Layer):
+    def __init__(self, d: int, heads: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.heads = heads
+        self.q = _dense(d, "q")
+        self.kv = _dense(2 * d, "kv")
+        self.out = _dense(d, "out")
+
+    def keys_values(self, memory: Any) -> tuple[Any, Any]:
+        k, v = ops.split(self.kv(memory), 2, axis=-1)
+        return _heads(k, self.heads), _heads(v, self.heads)
+
+    def call(self, x: Any, kv: tuple[Any, Any], keep: Any) -> Any:
+        y = ops.dot_product_attention(_heads(self.q(x), self.heads), *kv, mask=keep)
+        return self.out(_merge(y))
+
+
+def _norm(name: str) -> layers.LayerNormalization:
+    return layers.LayerNormalization(epsilon=LN_EPS, name=name)
+
+
+class _EncoderLayer(layers.Layer):
+    def __init__(self, d: int, heads: int, ffn: int, dropout: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.self_attn = _SelfAttention(d, heads, name="self_attn")
+        self.norm1, self.norm2 = _norm("norm1"), _norm("norm2")
+        self.ff1, self.ff2 = _dense(ffn, "ff1"), _dense(d, "ff2")
+        self.drop = layers.Dropout(dropout)
+
+    def call(self, x: Any, keep: Any, training: bool = False) -> Any:
+        x = self.norm1(x + self.drop(self.self_attn(x, keep, causal=False), training=training))
+        return self.norm2(x + self.drop(self.ff2(ops.relu(self.ff1(x))), training=training))
+
+
+class _DecoderLayer(layers.Layer):
+    def __init__(self, d: int, heads: int, ffn: int, dropout: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.self_attn = _SelfAttention(d, heads, name="self_attn")
+        self.cross_attn = _CrossAttention(d, heads, name="cross_attn")
+        self.norm1, self.norm2, self.norm3 = _norm("norm1"), _norm("norm2"), _norm("norm3")
+        self.ff1, self.ff2 = _dense(ffn, "ff1"), _dense(d, "ff2")
+        self.drop = layers.Dropout(dropout)
+
+    def _rest(self, x: Any, kv: Any, src_keep: Any, training: bool) -> Any:
+        x = self.norm2(x + self.drop(self.cross_attn(x, kv, src_keep), training=training))
+        return self.norm3(x + self.drop(self.ff2(ops.relu(self.ff1(x))), training=training))
+
+    def call(self, x: Any, kv: Any, src_keep: Any, training: bool = False) -> Any:
+        x = self.norm1(x + self.drop(self.self_attn(x, None, causal=True), training=training))
+        return self._rest(x, kv, src_keep, training)
+
+    def step(self, x: Any, kv: Any, src_keep: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
+        y, k, v = self.self_attn.step(x, k_cache, v_cache)
+        return self._rest(self.norm1(x + y), kv, src_keep, False), k, v
+
+
+class Transformer(keras.Model):
+    """Encoder-decoder with a shared vocabulary; the output projection is the (tied) embedding."""
+
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int,
+        heads: int,
+        ffn: int,
+        encoder_layers: int,
+        decoder_layers: int,
+        dropout: float = 0.1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.spec = TransformerSize(d_model, heads, ffn, encoder_layers, decoder_layers, vocab, dropout)
+        self.d_model = d_model
+        init = keras.initializers.RandomNormal(stddev=d_model**-0.5)
+        self.embed = layers.Embedding(vocab, d_model, embeddings_initializer=init, name="embed")
+        self.pe = sinusoid_positions(MAX_POSITIONS, d_model)
+        self.enc = [
+            _EncoderLayer(d_model, heads, ffn, dropout, name=f"enc_{i}") for i in range(encoder_layers)
+        ]
+        self.dec = [
+            _DecoderLayer(d_model, heads, ffn, dropout, name=f"dec_{i}") for i in range(decoder_layers)
+        ]
+        self.drop = layers.Dropout(dropout)
+        self._step_fn: Any = None  # the decoding step's tf.function, made on first use
+
+    def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
+        x = self.embed(ids)
+        pe = ops.cast(ops.convert_to_tensor(self.pe)[start : start + ops.shape(ids)[1]], x.dtype)  # dynamic T
+        return self.drop(x * math.sqrt(self.d_model) + pe, training=training)
+
+    def encode(self, src: Any, training: bool = False) -> tuple[Any, Any]:
+        keep = ops.not_equal(src, PAD)[:, None, None, :]
+        x = self._embed(src, training=training)
+        for layer in self.enc:
+            x = layer(x, keep, training=training)
+        return x, keep
+
+    def _logits(self, x: Any) -> Any:
+        return ops.matmul(x, ops.transpose(ops.cast(self.embed.embeddings, x.dtype)))
+
+    def call(self, inputs: tuple[Any, Any], training: bool = False) -> Any:
+        """Teacher-forced logits (B, T, vocab) for (src, tgt_in = [BOS] + target, padded)."""
+        src, tgt_in = inputs
+        memory, keep = self.encode(src, training)
+        x = self._embed(tgt_in, training=training)
+        for layer in self.dec:
+            x = layer(x, layer.cross_attn.keys_values(memory), keep, training=training)
+        return self._logits(x)
+
+    def _decode_step(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
+        """Decoder at position t for the previous tokens: (argmax ids, caches extended by t)."""
+        x = self._embed(prev[:, None], t)
+        grown = []
+        for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
+            x, k, v = layer.step(x, kv, keep, k, v)
+            grown.append((k, v))
+        return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
+
+    def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
+        """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's loop); the
+        tokens stay on the device and each step is one tf.function (traced for the first two cache
+        lengths, then once more with a relaxed length: reduce_retracing)."""
+        if self._step_fn is None:
+            self._step_fn = tf.function(self._decode_step, reduce_retracing=True)
+        memory, keep = self.encode(src)
+        cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
+        s, heads = self.spec, self.spec.heads
+        empty = ops.zeros((ops.shape(src)[0], 0, heads, s.d_model // heads), dtype=memory.dtype)
+        caches = [(empty, empty) for _ in self.dec]
+
+        def step(prev: Any, t: int) -> Any:
+            nonlocal caches
+            ids, caches = self._step_fn(prev, tf.constant(t), caches, cross, keep)
+            return ids
+
+        return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every)
+
+
+class KerasOps:
+    """dlbench.workloads.translation.transformer.DecodeOps on Keras tensors."""
+
+    def full(self, n: int, value: int) -> Any:
+        return ops.full((n,), value, dtype="int32")
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        return ops.where(cond, a, b)
+
+    def equal(self, a: Any, value: int) -> Any:
+        return ops.equal(a, value)
+
+    def logical_or(self, a: Any, b: Any) -> Any:
+        return ops.logical_or(a, b)
+
+    def all(self, a: Any) -> bool:
+        return bool(ops.convert_to_numpy(ops.all(a)))
+
+    def to_numpy(self, columns: list[Any]) -> np.ndarray:
+        return ops.convert_to_numpy(ops.stack(columns, axis=1)).astype(np.int32)
+
+
+def build_transformer(**size: Any) -> Transformer:
+    """The network of `dlbench.workloads.translation.transformer.TransformerSize.kwargs()`, built (weights created)."""
+    model = Transformer(**size)
+    model((np.full((1, 2), 4, dtype=np.int32), np.full((1, 2), 4, dtype=np.int32)))
+    return model
+
+
+def build_model(cfg: TranslationConfig, float_dtype: str = "float32") -> Transformer:
+    """The bench's entry (backends/skeleton.load_family); the inputs are ids, so float_dtype is unused
+    (the Keras policy set before the build decides the compute dtype)."""
+    return build_transformer(**model_size(cfg).kwargs())
+
+
+def infer(model: Transformer, inputs: tuple) -> np.ndarray:
+    """The inference step: greedy decoding of every sentence for as many steps as the target side is
+    long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
+    src, tgt_in = inputs
+    return model.translate(src, int(tgt_in.shape[1]), check_every=0)
+
+
+def run_facts(model: Transformer) -> dict[str, str]:
+    return {"attention": ATTENTION}
+
+
+def label_smoothed_ce(logits: Any, labels: Any, eps: float = LABEL_SMOOTHING) -> Any:
+    """Mean over non-pad labels of (1 - eps) * NLL + eps * mean over the vocabulary of -log p, in float32
+    (the torch and Gluon losses are the same formula)."""
+    logp = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    labels = ops.cast(labels, "int32")
+    nll = -ops.squeeze(ops.take_along_axis(logp, labels[..., None], axis=-1), -1)
+    per_token = (1.0 - eps) * nll - eps * ops.mean(logp, axis=-1)
+    keep = ops.cast(ops.not_equal(labels, PAD), "float32")
+    return ops.sum(per_token * keep) / ops.maximum(ops.sum(keep), 1.0)
+
+
+def _variables(model: Transformer, names: list[str]) -> dict[str, tuple[Any, bool]]:
+    """Neutral name -> (Keras variable, stored transposed?). `enc.0.ff1.weight` is model.enc[0].ff1.kernel."""
+    attr = {
+        layers.Dense: {"weight": ("kernel", True), "bias": ("bias", False)},
+        layers.LayerNormalization: {"weight": ("gamma", False), "bias": ("beta", False)},
+        layers.Embedding: {"weight": ("embeddings", False)},
+    }
+    out = {}
+    for name in names:
+        *path, leaf = name.split(".")
+        obj: Any = model
+        for part in path:
+            obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+        var_name, transposed = attr[type(obj)][leaf]
+        out[name] = (getattr(obj, var_name), transposed)
+    return out
+
+
+def load_neutral(model: Transformer, weights: dict[str, np.ndarray]) -> None:
+    """Copy framework-neutral weights (dlbench.workloads.translation.transformer.weight_shapes names) into the model."""
+    variables = _variables(model, list(weight_shapes(model.spec)))
+    if set(weights) != set(variables):
+        raise KeyError(f"weights differ from the model's: {sorted(set(weights) ^ set(variables))[:5]}")
+    for name, (var, transposed) in variables.items():
+        w = np.asarray(weights[name])
+        var.assign(w.T if transposed else w)
+
+
+def neutral_weights(model: Transformer) -> dict[str, np.ndarray]:
+    return {
+        name: (np.asarray(var).T if transposed else np.asarray(var))
+        for name, (var, transposed) in _variables(model, list(weight_shapes(model.spec))).items()
+    }
+
+
+class TranslationTF(TFFamily):
+    """The Transformer (greedy decoding for inference, label-smoothed cross-entropy), in TensorFlow."""
+
+    eager_infer = True  # a host loop over decoder steps: not traced into one tf.function
+    build_model = staticmethod(build_model)
+    infer = staticmethod(infer)
+    run_facts = staticmethod(run_facts)
+    export_weights = staticmethod(neutral_weights)
+    load_weights = staticmethod(load_neutral)
+
+    def loss(self, spec: TaskSpec) -> Any:
+        """Label-smoothed cross-entropy over the non-padding target tokens."""
+        return functools.partial(label_smoothed_ce, eps=spec.loss_args["smoothing"])

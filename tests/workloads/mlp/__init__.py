@@ -1,0 +1,8 @@
+"""TEST ONLY: a 2-layer MLP workload, living under tests/ to prove that a workload is one folder: the tests
+name this package in $DLBENCH_WORKLOADS (tests/conftest.py) and the registry, the contract test and the
+worker find it in every framework with no edit of src/."""
+
+from dlbench.workloads.registry import Workload, register
+from tests.workloads.mlp.spec import MLPConfig, spec
+
+register(Workload("test_mlp", MLPConfig, spec, __name__, test_only=True))

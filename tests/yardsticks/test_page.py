@@ -1,0 +1,206 @@
+"""`python yardsticks/page.py` on a real sqlite MLflow store: ratios stay inside one run and one optimizer,
+and a job whose loss went NaN is listed as diverged and never enters a ratio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from dlbench.config import JobConfig
+from dlbench.tracking.run_logger import RunLogger, flatten
+from dlbench.tracking.store import open_store
+from tests.conftest import ROOT
+from yardsticks.page import digest
+
+
+def log(
+    client,
+    eid: str,
+    data: str,
+    optimizer: str,
+    throughput: float,
+    loss: float,
+    model: str = "resnet50",
+    decode: str = "auto",
+    tags: dict | None = None,
+) -> None:
+    job = JobConfig.from_dict({"model": {"name": model}, "precision": {"name": "amp"}, "mode": "train"})
+    job.dataset.name, job.device, job.framework.optimizer_impl = data, "cuda", optimizer
+    job.data.decode, job.data.num_threads = decode, 14 if decode == "cpu" else 4
+    run = RunLogger.create(client, eid, f"{data}-{optimizer}", None, {"dlbench.kind": "job"})
+    run.params(flatten(job.to_dict()) | {"batch_size": 256})
+    run.metrics({"throughput": throughput, "loss_last": loss, "data_wait_frac": 0.01, "gpu_util_mean": 90.0})
+    run.tags({"precision.optimizer": f"sgd/{optimizer}", **(tags or {})})
+    run.finish("FINISHED")
+
+
+def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log(client, eid, "synthetic", "fused", 6000.0, float("nan"))  # diverged: fast, and meaningless
+    guards = {
+        "dlbench.gpu_flag": "shared",
+        "dlbench.clock_flag": "clock-drop",
+        "guard.clock_events": "sw_power_cap 71%",
+    }
+    log(client, eid, "synthetic", "foreach", 5000.0, 3.0, tags=guards)
+    log(client, eid, "imagenet", "foreach", 4500.0, 3.1)
+    log(client, eid, "imagenet", "fused", 5900.0, float("nan"))
+    bare = tmp_path / "bare.jsonl"
+    rows = [("foreach", 5050.0), ("fused", 6100.0)]
+    bare.write_text("".join(
+        "BARE " + json.dumps({"precision": "amp", "compile": False, "optimizer": o, "samples_per_s": s}) + "\n"
+        for o, s in rows
+    ))  # fmt: skip
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "gpu", str(db), str(bare), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text()
+    ratios = [line for line in md.splitlines() if line.startswith("- [gpu]")]
+    assert ratios == [
+        "- [gpu] harness vs hand-written loop, ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99.0% (goal ≥ 99%).",
+        "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, ResNet-50 amp train, SGD foreach: 4,500 vs 5,000 img/s = 90.0% "
+        "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
+    ]  # fmt: skip
+    assert md.count("FINISHED, diverged") == 2
+    # each job's guard tags, "-" where the guards found nothing
+    table = [line for line in md.splitlines() if line.startswith("| gpu |")]
+    assert [line.rsplit("|", 2)[1].strip() for line in table].count(
+        "gpu: shared; clock: clock-drop; sw_power_cap 71%"
+    ) == 1
+    assert [line.rsplit("|", 2)[1].strip() for line in table].count("-") == 3
+    # provenance: which data made the page
+    assert "## Provenance" in md and f"- Source gpu: mlflow.db sha256 {digest(db)} (4 jobs)" in md
+
+
+def log_job(client, eid: str, model: str, mode: str, precision: str, throughput: float, **extra) -> None:
+    """A finished synthetic job of any model, as the worker records it (the optimizer in `run.optimizer`)."""
+    task = {"transformer": {"task": "translation", "batch_tokens": extra.get("tokens", 5120)}}.get(model, {})
+    job = JobConfig.from_dict(
+        {"model": {"name": model, **task}, "precision": {"name": precision}, "mode": mode}
+    )
+    job.device = "cuda"
+    job.framework.compile = extra.get("compile_mode") is not None
+    job.framework.compile_mode = extra.get("compile_mode") or "default"
+    run = RunLogger.create(client, eid, f"{model}-{mode}-{precision}", None, {"dlbench.kind": "job"})
+    run.params(flatten(job.to_dict()) | {"batch_size": extra.get("batch", 64)})
+    run.metrics({"throughput": throughput, "loss_last": 0.5, "warmup_s": 50.0})
+    if mode == "train":
+        run.tags({"run.optimizer": extra["optimizer"]})
+    run.finish("FINISHED")
+
+
+def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tmp_path):
+    """The yardsticks (bare_ncf/ssd300/transformer.py: model, mode, unit, throughput) and
+    bare_loop.py (samples_per_s) are each matched to the harness job of the same model, mode, precision,
+    compile mode, optimizer kernel (train) and batch; a non-finite yardstick loss voids its line, and a
+    Transformer line timed with `--mask auto` (another attention kernel than the harness's) enters no ratio."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log_job(client, eid, "ncf", "train", "bf16", 83.0e6, optimizer="adam/fused", batch=1048576)
+    log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
+    log_job(client, eid, "transformer", "infer", "bf16", 2000.0)
+    log_job(client, eid, "transformer", "train", "amp", 130e3, optimizer="adam/fused", tokens=5120)
+    log_job(client, eid, "transformer", "train", "amp", 530e3, optimizer="adam/fused", tokens=40960)
+    log_job(client, eid, "resnet50", "train", "bf16", 6900.0, optimizer="sgd/fused", batch=256, compile_mode="reduce-overhead")  # fmt: skip
+    log_job(client, eid, "resnet50", "train", "bf16", 7020.0, optimizer="sgd/fused", batch=384, compile_mode="reduce-overhead")  # fmt: skip
+    bare = [
+        {"model": "ncf", "mode": "train", "precision": "bf16", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 80.0e6, "loss_finite": True},
+        {"model": "ncf", "mode": "infer", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 200.0e6, "loss_finite": True},
+        {"model": "ncf", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 79.0e6, "loss_finite": True},  # no harness job
+        {"model": "transformer", "mode": "infer", "precision": "bf16", "compile": False, "optimizer": "fused",
+         "unit": "generated tokens/s", "throughput": 1000.0, "loss_finite": False},  # void
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 40960, "unit": "target tokens/s", "throughput": 500e3, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 40960, "mask": "auto", "unit": "target tokens/s", "throughput": 400e3, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 140e3, "loss_finite": True},
+        {"model": "resnet50", "batch": 256, "precision": "bf16", "mode": "train", "compile": True,
+         "compile_mode": "reduce-overhead", "optimizer": "fused", "samples_per_s": 6000.0},
+    ]  # fmt: skip
+    bare_file = tmp_path / "bare.jsonl"
+    bare_file.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare))
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "s", str(db), str(bare_file), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [s]")]
+    assert ratios == [
+        "- [s] harness vs hand-written loop, NCF AMP infer: 190,000,000 vs 200,000,000 samples/s = 95.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, NCF BF16 train, Adam fused: 83,000,000 vs 80,000,000 samples/s = 103.8% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 130,000 vs 140,000 target tokens/s = 92.9% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 530,000 vs 500,000 target tokens/s = 106.0% (goal ≥ 99%).",
+        "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 256: 6,900 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
+        "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 384: 7,020 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
+    ]  # fmt: skip
+
+
+def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_path):
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log(client, eid, "synthetic", "fused", 1600.0, 3.0, model="ssd300")
+    log(client, eid, "coco2017", "fused", 1520.0, 3.1, model="ssd300")
+    log(client, eid, "synthetic", "fused", 6000.0, 3.0)
+    log(client, eid, "imagenet", "fused", 5940.0, 3.0, decode="cpu")
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "gpu", str(db), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
+    assert ratios == [
+        "- [gpu] DALI-fed (CPU decode, 14 threads) vs synthetic, ResNet-50 amp train, SGD fused: 5,940 vs 6,000 img/s "
+        "= 99.0% (data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
+        "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, SSD300 amp train, SGD fused: 1,520 vs 1,600 img/s "
+        "= 95.0% (data_wait 1.0%, GPU util 90% vs 90%).",
+    ]  # fmt: skip
+
+
+def test_parity_table_shows_each_cell_once_with_a_column_per_run(tmp_path):
+    """The by-cell table: one row per (model, mode, precision, compile, batch), one column per source that
+    paired any job, the cell's ratios there; batches in tokens are cells of their own."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
+    log_job(client, eid, "transformer", "train", "amp", 130e3, optimizer="adam/fused", tokens=5120)
+    log_job(client, eid, "transformer", "train", "amp", 530e3, optimizer="adam/fused", tokens=40960)
+    bare = [
+        {"model": "ncf", "mode": "infer", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch": 1048576, "unit": "samples/s", "throughput": 200.0e6, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 140e3, "loss_finite": True},
+        {"model": "transformer", "mode": "train", "precision": "amp", "compile": False, "optimizer": "fused",
+         "batch_tokens": 5120, "unit": "target tokens/s", "throughput": 125e3, "loss_finite": True},
+    ]  # fmt: skip
+    bare_file = tmp_path / "bare.jsonl"
+    bare_file.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare))
+    empty = tmp_path / "none.jsonl"  # run "u" has a yardstick file without a matching line: no column
+    empty.write_text("")
+    out = tmp_path / "page"
+    sources = ["--source", "s", str(db), str(bare_file), "--source", "t", str(db), str(bare_file)]
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), *sources, "--source", "u", str(db), str(empty), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    at = md.index("## Harness vs yardstick by cell")
+    assert md[at + 2 : at + 7] == [
+        "| model | mode | precision | compile | batch | s | t |",
+        "|---|---|---|---|---|---|---|",
+        "| NCF | infer | AMP | - | 1048576 | 95.0% | 95.0% |",
+        "| Transformer | train | AMP | - | 5120 tokens | 92.9–104.0% | 92.9–104.0% |",
+        "",  # the 40,960-token job had no yardstick line of its batch: no row
+    ]
