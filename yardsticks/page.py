@@ -44,7 +44,8 @@ GPU_FLAG_TAG, CLOCK_FLAG_TAG, CLOCK_EVENTS_TAG = (
 )
 
 COLUMNS = [
-    ("run", "run"), ("model", "p:model.name"), ("mode", "p:mode"), ("precision", "p:precision.name"),
+    ("run", "run"), ("framework", "p:framework.name"), ("model", "p:model.name"), ("mode", "p:mode"),
+    ("precision", "p:precision.name"),
     ("data", "p:dataset.name"), ("compile", "compile"), ("optimizer", "optimizer"), ("batch", "p:batch_size"),
     ("status", "status"), ("throughput", "m:throughput"), ("p05", "m:throughput_p05"),
     ("p95", "m:throughput_p95"), ("warmup_s", "m:warmup_s"), ("startup_s", "m:startup_s"),
@@ -73,6 +74,9 @@ def _optimizer(params: dict, tags: dict) -> str:
 
 
 def _compile(params: dict) -> str:
+    """The compiler a job's step ran under: torch.compile's mode, "xla" for TensorFlow's, "-" for none."""
+    if params.get("framework.xla") == "True":
+        return "xla"
     if params.get("framework.compile") != "True":
         return "-"
     return params.get("framework.compile_mode", "default")
@@ -139,6 +143,9 @@ def bare_from(name: str, path: Path) -> list[dict]:
         if line.startswith("BARE "):
             b = json.loads(line.removeprefix("BARE "))
             b["run"] = name  # bare loops before --optimizer existed used torch's default (foreach)
+            b.setdefault("framework", "torch")  # yardsticks/bare_tf_*.py say "tf"
+            if b["framework"] == "tf":  # its compiler is XLA, or none (graph mode)
+                b["compile"], b["compile_mode"] = bool(b.get("xla")), "xla"
             b.setdefault("optimizer", "foreach")
             b.setdefault("compile_mode", "default")
             b.setdefault("model", "resnet50")
@@ -170,19 +177,23 @@ def _span(values: list[float], spec: str = ",.0f") -> str:
 
 
 MODEL_NAMES = {"resnet50": "ResNet-50", "ssd300": "SSD300", "transformer": "Transformer", "ncf": "NCF"}
+FRAMEWORK_NAMES = {"torch": "PyTorch", "tf": "TensorFlow", "mxnet": "MXNet"}
 
 
 def _optimizer_label(optimizer: str) -> str:
+    """'fused' -> 'SGD fused', 'adam/fused' -> 'Adam fused'; a kind alone (TensorFlow's 'sgd') -> 'SGD'."""
+    if optimizer in ("sgd", "adam"):
+        return {"sgd": "SGD", "adam": "Adam"}[optimizer]
     kind, _, impl = optimizer.rpartition("/")
     return f"{kind.capitalize() if kind else 'SGD'} {impl}"
 
 
 def _bare_matches(r: dict, b: dict) -> bool:
-    """Does harness row r run the yardstick line b's configuration (model, mode, precision, compile mode,
+    """Does harness row r run the yardstick line b's configuration (framework, model, mode, precision, compiler,
     the optimizer kernel in training, the batch where the yardstick names one: in samples, or in tokens)?
     A Transformer line timed with `--mask auto` (no attention mask on unpadded batches: another kernel
     than the harness's, kept to measure that difference) is no yardstick for it."""
-    if b.get("mask") == "auto":
+    if b.get("mask") == "auto" or b["framework"] != r["framework"]:
         return False
     same_compile = r["compile"] == (b["compile_mode"] if b["compile"] else "-")
     same_opt = b["mode"] != "train" or r["optimizer"].rpartition("/")[2] == b["optimizer"]
@@ -206,9 +217,10 @@ class Pair:
         return [100 * self.row["throughput"] / x for x in self.refs]
 
     @property
-    def cell(self) -> tuple[str, str, str, str, str]:
+    def cell(self) -> tuple[str, str, str, str, str, str]:
         r = self.row
         return (
+            FRAMEWORK_NAMES.get(r["framework"], r["framework"]),
             MODEL_NAMES.get(r["model"], r["model"]),
             r["mode"],
             r["precision"].upper(),
@@ -240,16 +252,22 @@ def harness_vs_bare(pairs: list[Pair]) -> list[str]:
     lines = []
     for p in pairs:
         r = p.row
-        what = f"{MODEL_NAMES.get(r['model'], r['model'])} {r['precision'].upper()} {r['mode']}"
+        fw = FRAMEWORK_NAMES.get(r["framework"], r["framework"])
+        what = f"{fw} {MODEL_NAMES.get(r['model'], r['model'])} {r['precision'].upper()} {r['mode']}"
         what += f", {_optimizer_label(r['optimizer'])}" if r["mode"] == "train" else ""
-        what += f", torch.compile {r['compile']}" if r["compile"] != "-" else ""
+        if r["compile"] == "xla":
+            what += ", XLA"
+        elif r["compile"] != "-":
+            what += f", torch.compile {r['compile']}"
+        elif r["framework"] == "tf":
+            what += ", graph (no XLA)"
         lines.append(f"- [{r['run']}] harness vs hand-written loop, {what}: {r['throughput']:,.0f} vs {_span(p.refs)} "
                      f"{p.unit} = {_span(p.pct, '.1f')}% (goal ≥ 99%).")  # fmt: skip
     return lines
 
 
 def parity_table(pairs: list[Pair], runs: list[str]) -> list[str]:
-    """Harness / yardstick by cell (model, mode, precision, compile mode, batch), one column per run that
+    """Harness / yardstick by cell (framework, model, mode, precision, compiler, batch), one column per run that
     paired any: where each cell stands across runs at a glance (the ratio lines give the figures)."""
     cols = [n for n in runs if any(p.row["run"] == n for p in pairs)]
     if not cols:
@@ -257,7 +275,7 @@ def parity_table(pairs: list[Pair], runs: list[str]) -> list[str]:
     table: dict[tuple, dict[str, list[float]]] = {}
     for p in pairs:
         table.setdefault(p.cell, {}).setdefault(p.row["run"], []).extend(p.pct)
-    head = ["model", "mode", "precision", "compile", "batch", *cols]
+    head = ["framework", "model", "mode", "precision", "compile", "batch", *cols]
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell in sorted(table):
         ratios = [f"{_span(table[cell][c], '.1f')}%" if c in table[cell] else "" for c in cols]
@@ -272,7 +290,13 @@ def dali_vs_synthetic(rows: list[dict]) -> list[str]:
     lines = []
     for model, data in REAL_DATA.items():
         for d in sound(rows, model=model, data=data, compile="-"):
-            match = dict(model=model, mode=d["mode"], precision=d["precision"], optimizer=d["optimizer"])
+            match = dict(
+                framework=d["framework"],
+                model=model,
+                mode=d["mode"],
+                precision=d["precision"],
+                optimizer=d["optimizer"],
+            )
             synthetic = sound(rows, **match, data="synthetic", compile="-")
             synthetic.sort(key=lambda s: s["_sweep"] != d["_sweep"])  # the same sweep's first, if it ran one
             for s in synthetic[:1]:
@@ -294,7 +318,7 @@ RESNET50_GOAL = 7500  # img/s, ResNet-50 training on one H200 (7,000 before the 
 
 def compiled(rows: list[dict]) -> list[str]:
     lines = []
-    for c in sound(rows, model="resnet50", mode="train", data="synthetic"):
+    for c in sound(rows, framework="torch", model="resnet50", mode="train", data="synthetic"):
         if c["compile"] == "-" or c["precision"] not in ("amp", "bf16"):
             continue
         lines.append(f"- [{c['run']}] torch.compile ({c['compile']}), ResNet-50 {c['precision'].upper()} train, SGD {c['optimizer']}, "
@@ -355,7 +379,7 @@ def write_page(
         rows += rows_from(s.name, s.db)
         bare += bare_from(s.name, s.bare) if s.bare else []
     order = [s.name for s in sources]
-    rows.sort(key=lambda r: (r["model"], r["mode"], r["data"], r["compile"], r["precision"], order.index(r["run"]), r["_start"]))  # fmt: skip
+    rows.sort(key=lambda r: (r["model"], r["mode"], r["data"], r["framework"] or "", r["compile"], r["precision"], order.index(r["run"]), r["_start"]))  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     names = [n for n, _ in COLUMNS]
     csv_path, md_path = out.with_suffix(".csv"), out.with_suffix(".md")

@@ -62,7 +62,7 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
     md = out.with_suffix(".md").read_text()
     ratios = [line for line in md.splitlines() if line.startswith("- [gpu]")]
     assert ratios == [
-        "- [gpu] harness vs hand-written loop, ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99.0% (goal ≥ 99%).",
+        "- [gpu] harness vs hand-written loop, PyTorch ResNet-50 AMP train, SGD foreach: 5,000 vs 5,050 img/s = 99.0% (goal ≥ 99%).",
         "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, ResNet-50 amp train, SGD foreach: 4,500 vs 5,000 img/s = 90.0% "
         "(data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
     ]  # fmt: skip
@@ -136,11 +136,11 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
     assert proc.returncode == 0, proc.stderr
     ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [s]")]
     assert ratios == [
-        "- [s] harness vs hand-written loop, NCF AMP infer: 190,000,000 vs 200,000,000 samples/s = 95.0% (goal ≥ 99%).",
-        "- [s] harness vs hand-written loop, NCF BF16 train, Adam fused: 83,000,000 vs 80,000,000 samples/s = 103.8% (goal ≥ 99%).",
-        "- [s] harness vs hand-written loop, ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
-        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 130,000 vs 140,000 target tokens/s = 92.9% (goal ≥ 99%).",
-        "- [s] harness vs hand-written loop, Transformer AMP train, Adam fused: 530,000 vs 500,000 target tokens/s = 106.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch NCF AMP infer: 190,000,000 vs 200,000,000 samples/s = 95.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch NCF BF16 train, Adam fused: 83,000,000 vs 80,000,000 samples/s = 103.8% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch ResNet-50 BF16 train, SGD fused, torch.compile reduce-overhead: 6,900 vs 6,000 img/s = 115.0% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch Transformer AMP train, Adam fused: 130,000 vs 140,000 target tokens/s = 92.9% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch Transformer AMP train, Adam fused: 530,000 vs 500,000 target tokens/s = 106.0% (goal ≥ 99%).",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 256: 6,900 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
         "- [s] torch.compile (reduce-overhead), ResNet-50 BF16 train, SGD fused, batch 384: 7,020 img/s (goal ≥ 7,500); compilation is in warmup_s = 50 s.",
     ]  # fmt: skip
@@ -198,9 +198,51 @@ def test_parity_table_shows_each_cell_once_with_a_column_per_run(tmp_path):
     md = out.with_suffix(".md").read_text().splitlines()
     at = md.index("## Harness vs yardstick by cell")
     assert md[at + 2 : at + 7] == [
-        "| model | mode | precision | compile | batch | s | t |",
-        "|---|---|---|---|---|---|---|",
-        "| NCF | infer | AMP | - | 1048576 | 95.0% | 95.0% |",
-        "| Transformer | train | AMP | - | 5120 tokens | 92.9–104.0% | 92.9–104.0% |",
+        "| framework | model | mode | precision | compile | batch | s | t |",
+        "|---|---|---|---|---|---|---|---|",
+        "| PyTorch | NCF | infer | AMP | - | 1048576 | 95.0% | 95.0% |",
+        "| PyTorch | Transformer | train | AMP | - | 5120 tokens | 92.9–104.0% | 92.9–104.0% |",
         "",  # the 40,960-token job had no yardstick line of its batch: no row
     ]
+
+
+def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
+    """A TF job is judged against a TF yardstick line, graph against graph and XLA against XLA; never
+    against a PyTorch line of the same model, mode and precision in the same file."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    for xla, tput in ((False, 900.0), (True, 7050.0)):
+        job = JobConfig.from_dict(
+            {
+                "framework": {"name": "tf", "xla": xla},
+                "model": {"name": "resnet50"},
+                "precision": {"name": "amp"},
+            }
+        )
+        job.device = "cuda"
+        run = RunLogger.create(client, eid, f"tf-xla-{xla}", None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 256})
+        run.metrics({"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0})
+        run.tags({"run.optimizer": "sgd"})
+        run.finish("FINISHED")
+    log(client, eid, "synthetic", "fused", 6000.0, 2.0)  # PyTorch, eager
+    lines = [
+        {"framework": "tf", "xla": False, "compile": False, "optimizer": "sgd", "throughput": 905.0},
+        {"framework": "tf", "xla": True, "compile": False, "optimizer": "sgd", "throughput": 7046.0},
+        {"compile": False, "optimizer": "fused", "samples_per_s": 6100.0},  # a PyTorch yardstick line
+    ]
+    bare = tmp_path / "bare.jsonl"
+    common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
+    bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), str(bare), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    assert sorted(line for line in md if line.startswith("- [h] harness")) == [
+        "- [h] harness vs hand-written loop, PyTorch ResNet-50 AMP train, SGD fused: 6,000 vs 6,100 img/s = 98.4% (goal ≥ 99%).",
+        "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, XLA: 7,050 vs 7,046 img/s = 100.1% (goal ≥ 99%).",
+        "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, graph (no XLA): 900 vs 905 img/s = 99.4% (goal ≥ 99%).",
+    ]  # fmt: skip
