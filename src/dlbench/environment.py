@@ -11,6 +11,7 @@ import sys
 
 import psutil
 
+from dlbench.backends.threads import available_cpus
 from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import is_secret_name, mask
 
@@ -55,7 +56,10 @@ def host_facts() -> dict[str, str]:
         "host": socket.gethostname(),
         "os": platform.platform(),
         "cpu": platform.processor() or platform.machine(),
-        "cpu_count": str(os.cpu_count()),
+        # the CPUs this process may run on (taskset, cgroups, SLURM), which the job's threads follow; the
+        # machine's total beside it
+        "cpu_count": str(available_cpus()),
+        "cpu_total": str(os.cpu_count()),
         "mem_total_gib": f"{mem / 2**30:.1f}",
         "python": sys.version.split()[0],
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "(all)"),
