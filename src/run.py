@@ -84,10 +84,12 @@ def cli() -> int:
         sweep.finish_sweep(tally)  # a multirun's parent: counts, report, status (no-op otherwise)
     except KeyboardInterrupt as exc:
         sweep.close_parent("KILLED")
-        logging.getLogger("dlbench").warning(
-            "stopped by %s: the running job and the sweep are marked KILLED, their worker is gone",
-            getattr(exc, "name", "SIGINT"),
-        )
+        name = getattr(exc, "name", "SIGINT")
+        if sweep.STATE.job_runs or sweep.STATE.parent is not None:
+            what = "the running job and the sweep are marked KILLED, their worker is gone"
+        else:
+            what = "no run had been made yet, so nothing was recorded"
+        logging.getLogger("dlbench").warning("stopped by %s: %s", name, what)
         return signals.exit_code(exc)
     except SystemExit:  # Hydra reported an error (already printed) and is exiting
         sweep.close_parent("FAILED")

@@ -95,6 +95,7 @@ class JobRecording:
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run = run
+            STATE.job_runs += 1
         run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | data_facts)
         if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
             context = "training" if j.mode == "train" else "evaluation"

@@ -30,9 +30,11 @@ class Started:
     """A CLI process started through bash (so the test can set its inherited signal disposition); its
     output is read in a thread so the test can wait for a log line instead of sleeping."""
 
-    def __init__(self, cli, overrides: list[str], ignore: str | None = None) -> None:
+    def __init__(
+        self, cli, overrides: list[str], ignore: str | None = None, last: tuple[str, ...] = ()
+    ) -> None:
         trap = f'trap "" {ignore}; ' if ignore else ""
-        command = " ".join(f"'{a}'" for a in cli.args(overrides))
+        command = " ".join(f"'{a}'" for a in [*cli.args(overrides), *last])  # `last` wins over cli's store
         self.proc = subprocess.Popen(
             ["bash", "-c", f"{trap}exec {command}"],
             stdout=subprocess.PIPE,
@@ -249,3 +251,25 @@ def test_threads_are_recorded_as_the_framework_reports_them(cli):
         assert kid.data.params["threads.intra_op"] == "1" and kid.data.params["threads.inter_op"] == "1"
     report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
     assert "CPU threads" in report and "| 1/1 |" in report
+
+
+def test_an_interrupt_before_any_run_says_nothing_was_recorded(cli):
+    """The tracking server accepts the connection and never answers: the sweep waits before its first run;
+    Ctrl-C then ends it with 130 and says no run had been made (not that runs were marked KILLED)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepted by the kernel, never read: every request hangs
+    port = listener.getsockname()[1]
+    started = Started(cli, ["framework=torch", *TINY], last=(f"tracking.uri=http://127.0.0.1:{port}",))
+    try:
+        started.wait_for(r"#0 : ")  # Hydra launched the first job: past the start-up handler
+        time.sleep(3)
+        started.proc.send_signal(signal.SIGINT)
+        assert started.finish() == 130, started.output[-3000:]
+    finally:
+        started.kill()
+        listener.close()
+    assert "no run had been made yet, so nothing was recorded" in started.output, started.output[-3000:]
+    assert "marked KILLED" not in started.output

@@ -86,6 +86,7 @@ class SweepState:
     adopted: bool = False  # the parent is the run `mlflow run` made: not ours to terminate
     outer: RunLogger | None = None  # `mlflow run`'s run in "Default", not adopted (adopt_mlflow_run)
     closed: bool = False  # the parent run has been terminated
+    job_runs: int = 0  # job runs made by this invocation (an interrupt says what it closed)
 
 
 STATE = SweepState()
