@@ -273,3 +273,28 @@ def test_an_interrupt_before_any_run_says_nothing_was_recorded(cli):
         listener.close()
     assert "no run had been made yet, so nothing was recorded" in started.output, started.output[-3000:]
     assert "marked KILLED" not in started.output
+
+
+def test_a_dead_tracking_server_fails_in_seconds_in_one_masked_line(cli):
+    """Nothing listens on the port: the sweep stops at its first job with one line naming the server (its
+    token masked) instead of MLflow's retries with back-off, which took over four minutes."""
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # a port nothing listens on
+    uri = f"http://u:pw321@127.0.0.1:{port}/?token=tok789"
+    t0 = time.monotonic()
+    started = Started(cli, ["framework=torch", *TINY], last=(f'tracking.uri="{uri}"',))
+    try:
+        code = started.finish(timeout=120)
+    finally:
+        started.kill()
+    elapsed = time.monotonic() - t0
+    out = started.output
+    assert code == 1, out[-3000:]
+    assert elapsed < 30, f"{elapsed:.0f} s: {out[-2000:]}"
+    [line] = [x for x in out.splitlines() if "is not reachable" in x]
+    assert f"127.0.0.1:{port}" in line and "start it (make server)" in line
+    assert "pw321" not in line and "tok789" not in line and "Traceback" not in out

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
@@ -25,6 +27,15 @@ from dlbench.tracking.ui_records import EXPERIMENT_TAGS, mark_model_training
 
 SQLITE = "sqlite:///"
 LOCK_TIMEOUT_S = 600
+CONNECT_TIMEOUT_S = 5.0
+# MLflow retries a failed HTTP request 7 times with back-off (3 to 120 s: over four minutes for a dead server)
+# and waits 120 s for an answer; a benchmark should learn in seconds that its store is gone. A user's own
+# setting of these variables wins.
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
 
 
 class StoreError(ConfigError):
@@ -64,10 +75,29 @@ def create_sqlite_store(db: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def check_server(uri: str) -> None:
+    """An http(s) tracking server must accept a connection within seconds; else StoreError, one line."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https"):
+        return
+    for name, value in HTTP_LIMITS.items():
+        os.environ.setdefault(name, value)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "localhost", port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise StoreError(
+            f"the MLflow tracking server {mask(uri)} is not reachable ({reason}); start it (make server) or "
+            "check tracking.uri"
+        ) from None
+
+
 def open_store(uri: str, experiment: str) -> tuple[MlflowClient, str]:
     """Create the store if needed and return (client, experiment id)."""
     if uri.startswith(SQLITE):
         create_sqlite_store(Path(uri.removeprefix(SQLITE)))
+    check_server(uri)
     try:
         with _quiet_mlflow():  # MLflow prints a damaged store's traceback itself before raising
             client = MlflowClient(tracking_uri=uri)
