@@ -23,10 +23,19 @@ FLAGS_WITH_VALUE = {"--config-name", "-cn", "--config-path", "-cp", "--config-di
 
 
 def check_overrides(argv: list[str]) -> str | None:
-    """None when every override's key is known, else one line: the key, the closest valid keys."""
+    """None when every override's key is known and every group option exists, else one line: the key or
+    option, the closest valid ones."""
     keys, groups = valid_keys()
+    # options may come from another config folder (--config-dir, hydra.searchpath): Hydra's to check then
+    own_options = not any(w in ("--config-dir", "-cd") or w.startswith("hydra.searchpath") for w in argv)
     for override in _overrides(argv):
         key = override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+        if (
+            own_options
+            and key in groups
+            and (refused := _check_options(key, override.split("=", 1)[1], override))
+        ):
+            return refused
         if (
             key.split(".", 1)[0].split("/", 1)[0] == "hydra" or key in groups or key in keys
         ):  # hydra/launcher=…
@@ -38,6 +47,30 @@ def check_overrides(argv: list[str]) -> str | None:
             else "see `python src/run.py --cfg job` for the keys"
         )
         return f"unknown key '{key}' in `{override}`: {hint} (nothing was run or recorded)"
+    return None
+
+
+def group_options(group: str) -> list[str]:
+    """The options a user may choose in a config group: its yaml files under conf/ (not the schemas
+    registered for validation, such as torch_schema, which are no option)."""
+    folder = CONF_DIR / group
+    return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.yaml"))
+
+
+def _check_options(group: str, value: str, override: str) -> str | None:
+    """One line for a group option that does not exist (`framework=pytorch`), naming the closest ones."""
+    if not value or any(c in value for c in "()[]${}"):  # sweep functions, interpolations: Hydra's to parse
+        return None
+    options = group_options(group)
+    for choice in (v.strip().strip("'\"") for v in value.split(",")):
+        if choice in options or choice in ("null", "none"):
+            continue
+        close = difflib.get_close_matches(choice, options, n=2, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        return (
+            f"{group}={choice} is not an option in `{override}`: {hint}(options: {', '.join(options)}; "
+            "nothing was run or recorded)"
+        )
     return None
 
 

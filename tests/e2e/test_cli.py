@@ -77,11 +77,14 @@ def test_single_run_has_no_parent(cli):
     assert run.info.status == "FINISHED" and "mlflow.parentRunId" not in run.data.tags
 
 
-def test_bad_override_fails_before_anything_runs_without_traceback(cli):
-    res = cli.run(["framework=nope", *TINY])
-    out = res.stdout + res.stderr
-    assert res.returncode != 0
-    assert "Available options" in out and "torch" in out
+@pytest.mark.parametrize("option", ["nope", "pytorch", "torch_schema"])
+def test_bad_option_fails_before_anything_runs_in_one_line(cli, option):
+    res = cli.run([f"framework={option}", *TINY])
+    out = (res.stdout + res.stderr).strip()
+    assert res.returncode == 2
+    assert out.count("\n") == 0 and f"framework={option} is not an option" in out  # not Hydra's 15 lines
+    assert "(options: mxnet, tf, torch;" in out and "_schema" not in out.split("(options: ")[1]
+    assert "did you mean torch?" in out or option == "nope"
     assert "Traceback" not in out
     assert not cli.db.exists()  # nothing started, not even the store
 

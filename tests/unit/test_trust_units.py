@@ -56,12 +56,34 @@ def test_an_unknown_key_is_named_with_the_closest_ones(argv, hint):
     assert hint in check_overrides(argv)
 
 
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (
+            ["framework=pytorch"],
+            "framework=pytorch is not an option in `framework=pytorch`: did you mean torch?",
+        ),
+        (["framework=torch_schema"], "framework=torch_schema is not an option"),  # a schema, not an option
+        (["-m", "framework=tf,pytorch"], "framework=pytorch is not an option"),
+        (["model=resnet"], "did you mean resnet50 or resnet_cifar?"),
+        (["+experiment=smok"], "did you mean smoke?"),
+    ],
+)
+def test_an_unknown_group_option_is_one_line_with_the_closest_options(argv, hint):
+    register_configs()
+    refused = check_overrides(argv)
+    assert hint in refused and "(options: " in refused and "\n" not in refused
+    assert "torch_schema" not in refused.split("(options: ")[1]  # internal schema names are never offered
+
+
 def test_known_keys_groups_hydra_keys_and_flag_values_pass():
     register_configs()
     argv = ["-m", "framework=tf,torch", "+experiment=smoke", "model.depth=8", "~model.depth", "threads=2",
             "hydra.sweep.dir=/x", "--cfg", "job", "tracking.uri=sqlite:///a.db", "hydra/launcher=submitit_local",
-            "resume=true", "guard.exclusive=true"]  # fmt: skip
+            "resume=true", "guard.exclusive=true", "model=resnet50", "precision=fp32,amp", "tracking=server",
+            "framework=choice(tf,torch)"]  # fmt: skip
     assert check_overrides(argv) is None
+    assert check_overrides(["--config-dir", "extra", "model=mine"]) is None  # options from elsewhere
 
 
 def test_a_signal_inside_held_is_raised_when_it_ends():
