@@ -104,3 +104,13 @@ def test_threads_default_to_the_affinity_and_reach_every_framework_env():
     assert thread_env("mxnet", 3) == {"OMP_NUM_THREADS": "3", "MXNET_CPU_WORKER_NTHREADS": "3"}
     assert thread_env("torch", 3)["OMP_NUM_THREADS"] == "3"
     assert thread_env("tf", 3)["TF_NUM_INTRAOP_THREADS"] == "3"
+
+
+def test_a_plain_postgresql_uri_is_told_the_installed_driver(tmp_path):
+    from dlbench.tracking.store import StoreError, open_store
+
+    with pytest.raises(StoreError) as refused:
+        open_store("postgresql://u:pw123@127.0.0.1:9/db?password=pw456", "dlbench")
+    message = str(refused.value)
+    assert "use postgresql+psycopg2://u:***@127.0.0.1:9/db?password=***" in message
+    assert "pw123" not in message and "pw456" not in message and "\n" not in message

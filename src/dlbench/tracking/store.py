@@ -138,4 +138,11 @@ def _broken(uri: str, exc: Exception) -> str:
             f"interrupted first run: move it away (mv {db} {db}.broken) and run again, or repair it with "
             f"`mlflow db upgrade {SQLITE}{db}`"
         )
+    if uri.startswith("postgresql://") and "No module named 'psycopg'" in first:
+        # SQLAlchemy's default PostgreSQL driver is psycopg (3); dlbench installs psycopg2
+        fixed = mask(uri).replace("postgresql://", "postgresql+psycopg2://", 1)
+        return (
+            f"the MLflow store {mask(uri)} cannot be opened: a plain postgresql:// URI asks SQLAlchemy for the "
+            f"psycopg 3 driver, which is not installed; the installed driver is psycopg2: use {fixed}"
+        )
     return f"the MLflow store {mask(uri)} cannot be opened ({mask(first)}); check tracking.uri"
