@@ -50,8 +50,9 @@ def where(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None)
     if job.device == "cpu" or not gpus:
         return Where(gpus, "cpu")
     module = _module(job.framework.name)
-    runs_on = getattr(module, "runs_on_gpu", lambda gpu: True) if module else (lambda gpu: True)
-    return Where(gpus, "cuda" if job.device == "cuda" or runs_on(gpus[0]) else "cpu")
+    has_code = getattr(module, "runs_on_gpu", None)  # MXNet's: no code for Hopper; others run on any GPU
+    runs = job.device == "cuda" or has_code is None or has_code(gpus[0])
+    return Where(gpus, "cuda" if runs else "cpu")
 
 
 def check(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None) -> Capability:
