@@ -80,6 +80,9 @@ load_neutral(m, weights)
 logits = m((src, tgt))
 loss = float(label_smoothed_ce(logits, labels))
 ids = m.translate(src, MAX_LEN)
+out["xla_same"] = bool(np.array_equal(m.translate(src, MAX_LEN, jit_compile=True), ids))
+out["xla_fixed_same"] = bool(np.array_equal(
+    m.translate(src, MAX_LEN, check_every=0, jit_compile=True), m.translate(src, MAX_LEN, check_every=0)))
 prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1).astype("int32")
 forced = ops.convert_to_numpy(ops.argmax(m((src, prefix)), -1))
 arrays = dict(logits=ops.convert_to_numpy(logits), ids=ids, forced=forced)
@@ -209,6 +212,8 @@ def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
         np.testing.assert_array_equal(outputs[fw][1]["ids"], ref, err_msg=fw)
     np.testing.assert_array_equal(outputs["mxnet"][1]["ids_unfused"], ref)
     assert outputs["torch"][0]["check_every_same"]
+    # TF with framework.xla: the XLA-compiled step over fixed-length caches decodes the same tokens
+    assert outputs["tf"][0]["xla_same"] and outputs["tf"][0]["xla_fixed_same"]
 
 
 def test_cached_decoding_equals_teacher_forcing_on_its_own_output(outputs):

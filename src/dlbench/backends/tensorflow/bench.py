@@ -93,6 +93,8 @@ class TFBench(SpecBench):
         # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
         # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
         eager = not self.train and family.eager_infer
+        if family.eager_infer:
+            family.compile_infer(self.model, bool(job.framework.xla))
         self._step = (
             body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
         )

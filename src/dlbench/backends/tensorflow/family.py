@@ -33,6 +33,10 @@ class TFFamily:
         """One inference step's outputs (default: the forward pass in inference mode)."""
         return call_model(model, inputs, False)
 
+    def compile_infer(self, model: keras.Model, jit_compile: bool) -> None:
+        """An `eager_infer` compiles its own pieces with XLA when framework.xla asks (the bench cannot
+        trace a host loop); the default infer is traced by the bench and needs nothing here."""
+
     def loss(self, spec: TaskSpec) -> LossFn:
         """loss(outputs, *targets) -> scalar: the spec's generic loss kind unless the workload has its own."""
         return make_loss(spec)

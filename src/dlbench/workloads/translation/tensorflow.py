@@ -71,6 +71,17 @@ class _SelfAttention(layers.Layer):
         k, v = ops.concatenate([k_cache, k], 1), ops.concatenate([v_cache, v], 1)
         return self.out(_merge(ops.dot_product_attention(q, k, v))), k, v
 
+    def step_at(self, x: Any, t: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
+        """`step` on fixed-length caches (B, max_len, H, D): this position's keys/values written at t,
+        positions after t masked out. One shape for every step, so XLA compiles the step once; the
+        masked positions add attention work over max_len keys, small beside the feed-forward blocks."""
+        q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
+        k_cache = ops.slice_update(k_cache, (0, t, 0, 0), k)
+        v_cache = ops.slice_update(v_cache, (0, t, 0, 0), v)
+        seen = (ops.arange(ops.shape(k_cache)[1]) <= t)[None, None, None, :]
+        y = ops.dot_product_attention(q, k_cache, v_cache, mask=seen)
+        return self.out(_merge(y)), k_cache, v_cache
+
 
 class _CrossAttention(layers.Layer):
     def __init__(self, d: int, heads: int, **kwargs: Any) -> None:
@@ -127,6 +138,10 @@ class _DecoderLayer(layers.Layer):
         y, k, v = self.self_attn.step(x, k_cache, v_cache)
         return self._rest(self.norm1(x + y), kv, src_keep, False), k, v
 
+    def step_at(self, x: Any, t: Any, kv: Any, src_keep: Any, k_cache: Any, v_cache: Any) -> tuple:
+        y, k, v = self.self_attn.step_at(x, t, k_cache, v_cache)
+        return self._rest(self.norm1(x + y), kv, src_keep, False), k, v
+
 
 class Transformer(keras.Model):
     """Encoder-decoder with a shared vocabulary; the output projection is the (tied) embedding."""
@@ -156,6 +171,8 @@ class Transformer(keras.Model):
         ]
         self.drop = layers.Dropout(dropout)
         self._step_fn: Any = None  # the decoding step's tf.function, made on first use
+        self._xla_fns: Any = None  # (encode, step) compiled with XLA, made on first use
+        self.decode_jit_compile = False  # `infer` decodes with XLA (TranslationTF.compile_infer)
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
         x = self.embed(ids)
@@ -190,21 +207,56 @@ class Transformer(keras.Model):
             grown.append((k, v))
         return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
 
-    def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
-        """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's loop); the
-        tokens stay on the device and each step is one tf.function (traced for the first two cache
-        lengths, then once more with a relaxed length: reduce_retracing)."""
-        if self._step_fn is None:
-            self._step_fn = tf.function(self._decode_step, reduce_retracing=True)
+    def _decode_step_at(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
+        """`_decode_step` on fixed-length caches (the XLA path)."""
+        x = self._embed_at(prev[:, None], t)
+        grown = []
+        for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
+            x, k, v = layer.step_at(x, t, kv, keep, k, v)
+            grown.append((k, v))
+        return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
+
+    def _embed_at(self, ids: Any, t: Any) -> Any:
+        """The embedding of one position t given as a tensor (XLA wants a static slice size)."""
+        x = self.embed(ids)
+        pe = ops.cast(ops.take(ops.convert_to_tensor(self.pe), t[None], axis=0), x.dtype)
+        return x * math.sqrt(self.d_model) + pe[None]
+
+    def _encode_for_decoding(self, src: Any) -> tuple[Any, list]:
         memory, keep = self.encode(src)
-        cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
+        return keep, [layer.cross_attn.keys_values(memory) for layer in self.dec]
+
+    def translate(
+        self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False
+    ) -> np.ndarray:
+        """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's
+        loop); the tokens stay on the device. Without XLA each step is one tf.function over caches that
+        grow (traced for the first two cache lengths, then once more with a relaxed length:
+        reduce_retracing). With `jit_compile` the encoder and the step are XLA-compiled, the step over
+        fixed-length caches (one shape, one compilation): the same tokens."""
         s, heads = self.spec, self.spec.heads
-        empty = ops.zeros((ops.shape(src)[0], 0, heads, s.d_model // heads), dtype=memory.dtype)
+        if jit_compile:
+            if self._xla_fns is None:
+                self._xla_fns = (
+                    tf.function(self._encode_for_decoding, jit_compile=True, reduce_retracing=True),
+                    tf.function(self._decode_step_at, jit_compile=True, reduce_retracing=True),
+                )
+            encode, step_fn = self._xla_fns
+            keep, cross = encode(src)
+            length = max_len
+        else:
+            if self._step_fn is None:
+                self._step_fn = tf.function(self._decode_step, reduce_retracing=True)
+            encode, step_fn = self._encode_for_decoding, self._step_fn
+            keep, cross = encode(src)
+            length = 0
+        dtype = cross[0][0].dtype
+        empty = ops.zeros((ops.shape(src)[0], length, heads, s.d_model // heads), dtype=dtype)
         caches = [(empty, empty) for _ in self.dec]
 
         def step(prev: Any, t: int) -> Any:
             nonlocal caches
-            ids, caches = self._step_fn(prev, tf.constant(t), caches, cross, keep)
+            ids, caches = step_fn(prev, tf.constant(t), caches, cross, keep)
             return ids
 
         return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every)
@@ -249,7 +301,7 @@ def infer(model: Transformer, inputs: tuple) -> np.ndarray:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
     long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
     src, tgt_in = inputs
-    return model.translate(src, int(tgt_in.shape[1]), check_every=0)
+    return model.translate(src, int(tgt_in.shape[1]), check_every=0, jit_compile=model.decode_jit_compile)
 
 
 def run_facts(model: Transformer) -> dict[str, str]:
@@ -311,6 +363,10 @@ class TranslationTF(TFFamily):
     run_facts = staticmethod(run_facts)
     export_weights = staticmethod(neutral_weights)
     load_weights = staticmethod(load_neutral)
+
+    def compile_infer(self, model: Transformer, jit_compile: bool) -> None:
+        """framework.xla: the encoder and the decoding step are XLA-compiled (the host loop stays)."""
+        model.decode_jit_compile = jit_compile
 
     def loss(self, spec: TaskSpec) -> Any:
         """Label-smoothed cross-entropy over the non-padding target tokens."""
