@@ -17,9 +17,9 @@ dlbench's model.lengths=fixed), padded to --max-len so every step has one shape.
 tokens** (non-padding labels) per second; one tf.function call per step (XLA with --xla).
 `--mode infer` is greedy decoding with cached keys and values: the encoder once (one tf.function), then
 --decode-len positions, each one tf.function call (XLA with --xla) that extends every decoder layer's
-key/value cache by one position (concatenation, as dlbench's TF model; `--cache fixed`: caches preallocated
-to --decode-len, written at t and masked beyond it, one shape, so XLA compiles the step once instead of once
-per length) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
+key/value cache by one position (concatenation, as dlbench's TF model without XLA; `--cache fixed`, as
+dlbench's TF model with XLA: caches preallocated to --decode-len, written at t and masked beyond it, one
+shape, so XLA compiles the step once instead of once per length) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
 generated tokens (sentences x decode length) per second.
 
 Usage: python yardsticks/bare_tf_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64] [--xla]
@@ -207,7 +207,7 @@ def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = Fa
 
 def label_smoothed_ce(logits, labels, eps: float = 0.1):
     logp = tf.nn.log_softmax(tf.cast(logits, tf.float32), -1)
-    nll = -tf.squeeze(tf.gather(logp, labels[..., None], batch_dims=2), -1)
+    nll = -ops.squeeze(ops.take_along_axis(logp, labels[..., None], axis=-1), -1)
     per_token = (1.0 - eps) * nll - eps * tf.reduce_mean(logp, -1)
     keep = tf.cast(tf.not_equal(labels, PAD), tf.float32)
     return tf.reduce_sum(per_token * keep) / tf.maximum(tf.reduce_sum(keep), 1.0)
@@ -311,8 +311,8 @@ def main() -> int:
     )  # fmt: skip
     p.add_argument(
         "--cache", choices=("grow", "fixed"), default="grow",
-        help="decoding's key/value caches: grown by concatenation (as dlbench's TF model) or preallocated "
-        "to --decode-len with a position mask (one shape: XLA compiles the step once)",
+        help="decoding's key/value caches: grown by concatenation (dlbench's TF model without XLA) or "
+        "preallocated to --decode-len with a position mask (with XLA: one shape, XLA compiles the step once)",
     )  # fmt: skip
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--d-model", type=int, default=512)

@@ -42,9 +42,11 @@ GPU_FLAG_TAG, CLOCK_FLAG_TAG, CLOCK_EVENTS_TAG = (
     "dlbench.clock_flag",
     "guard.clock_events",
 )
+EXECUTION_TAG = "run.execution"  # eager, graph, xla, hybridized, torch.compile(<mode>)
 
 COLUMNS = [
-    ("run", "run"), ("framework", "p:framework.name"), ("model", "p:model.name"), ("mode", "p:mode"),
+    ("run", "run"), ("framework", "p:framework.name"), ("execution", f"t:{EXECUTION_TAG}"),
+    ("model", "p:model.name"), ("mode", "p:mode"),
     ("precision", "p:precision.name"),
     ("data", "p:dataset.name"), ("compile", "compile"), ("optimizer", "optimizer"), ("batch", "p:batch_size"),
     ("status", "status"), ("throughput", "m:throughput"), ("p05", "m:throughput_p05"),

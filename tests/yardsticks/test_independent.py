@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from dlbench.core.names import KIND_JOB, KIND_TAG, PARENT_TAG
+from dlbench.core.names import EXECUTION_TAG, KIND_JOB, KIND_TAG, PARENT_TAG
 from dlbench.telemetry.guards import CLOCK_EVENTS_TAG, CLOCK_FLAG_TAG, GPU_FLAG_TAG
 from tests.conftest import ROOT
 from yardsticks import page
@@ -29,7 +29,7 @@ def test_no_yardstick_imports_dlbench():
 
 
 def test_the_page_reads_the_tags_dlbench_writes():
-    ours = (PARENT_TAG, KIND_TAG, KIND_JOB, GPU_FLAG_TAG, CLOCK_FLAG_TAG, CLOCK_EVENTS_TAG)
+    ours = (PARENT_TAG, KIND_TAG, KIND_JOB, GPU_FLAG_TAG, CLOCK_FLAG_TAG, CLOCK_EVENTS_TAG, EXECUTION_TAG)
     theirs = (page.PARENT_TAG, page.KIND_TAG, page.KIND_JOB, page.GPU_FLAG_TAG, page.CLOCK_FLAG_TAG,
-              page.CLOCK_EVENTS_TAG)  # fmt: skip
+              page.CLOCK_EVENTS_TAG, page.EXECUTION_TAG)  # fmt: skip
     assert theirs == ours

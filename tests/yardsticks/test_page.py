@@ -3,6 +3,7 @@ and a job whose loss went NaN is listed as diverged and never enters a ratio."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -223,7 +224,7 @@ def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
         run = RunLogger.create(client, eid, f"tf-xla-{xla}", None, {"dlbench.kind": "job"})
         run.params(flatten(job.to_dict()) | {"batch_size": 256})
         run.metrics({"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0})
-        run.tags({"run.optimizer": "sgd"})
+        run.tags({"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})
         run.finish("FINISHED")
     log(client, eid, "synthetic", "fused", 6000.0, 2.0)  # PyTorch, eager
     lines = [
@@ -246,3 +247,6 @@ def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
         "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, XLA: 7,050 vs 7,046 img/s = 100.1% (goal ≥ 99%).",
         "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, graph (no XLA): 900 vs 905 img/s = 99.4% (goal ≥ 99%).",
     ]  # fmt: skip
+    with open(out.with_suffix(".csv"), newline="") as f:
+        cells = {(r["framework"], r["execution"], float(r["throughput"])) for r in csv.DictReader(f)}
+    assert {("tf", "graph", 900.0), ("tf", "xla", 7050.0)} <= cells  # the mode a job ran in, as a column
