@@ -165,6 +165,23 @@ def test_checking_for_the_end_less_often_gives_the_same_ids():
     assert (steps_every, len(calls)) == (4, 6)  # one sync per 3 steps costs up to 2 wasted steps
 
 
+def test_a_fused_step_that_pads_after_eos_itself_gives_the_same_ids():
+    """`fused`: the framework's step applies PAD-after-EOS and returns the done flags (one compiled call
+    per position); the loop then only feeds and collects, with the same result."""
+    script = {0: [7, EOS, 9, 9], 1: [5, 6, 8, EOS], 2: [EOS, 4, 4, 4]}
+
+    def step(prev, t):
+        return np.array([script[i][t] for i in range(3)])
+
+    def fused(prev, done, t):
+        ids = np.where(done, PAD, step(prev, t)).astype(np.int32)
+        return ids, done | (ids == EOS)
+
+    for every in (1, 3, 0):
+        want = greedy_decode(step, batch=3, max_len=4, check_every=every)
+        np.testing.assert_array_equal(greedy_decode(fused, 3, 4, check_every=every, fused=True), want)
+
+
 def test_greedy_loop_stops_at_max_len_without_eos():
     ids = greedy_decode(lambda prev, t: np.full(2, 9), batch=2, max_len=5)
     assert ids.shape == (2, 5) and generated_tokens(ids) == 10

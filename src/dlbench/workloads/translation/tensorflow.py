@@ -24,6 +24,7 @@ from dlbench.backends.tensorflow.family import TFFamily
 from dlbench.core.spec import TaskSpec
 from dlbench.workloads.translation.spec import TranslationConfig, model_size
 from dlbench.workloads.translation.transformer import (
+    EOS,
     LABEL_SMOOTHING,
     PAD,
     TransformerSize,
@@ -207,6 +208,15 @@ class Transformer(keras.Model):
             grown.append((k, v))
         return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
 
+    def _decode_position(
+        self, prev: Any, done: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool
+    ) -> tuple[Any, Any, list]:
+        """One position of greedy decoding in one call: (ids with PAD after EOS, done, caches)."""
+        step = self._decode_step_at if fixed else self._decode_step
+        ids, grown = step(prev, t, caches, cross, keep)
+        ids = ops.where(done, ops.full_like(ids, PAD), ids)
+        return ids, ops.logical_or(done, ops.equal(ids, EOS)), grown
+
     def _decode_step_at(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
         """`_decode_step` on fixed-length caches (the XLA path)."""
         x = self._embed_at(prev[:, None], t)
@@ -230,23 +240,30 @@ class Transformer(keras.Model):
         self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False
     ) -> np.ndarray:
         """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's
-        loop); the tokens stay on the device. Without XLA each step is one tf.function over caches that
-        grow (traced for the first two cache lengths, then once more with a relaxed length:
-        reduce_retracing). With `jit_compile` the encoder and the step are XLA-compiled, the step over
-        fixed-length caches (one shape, one compilation): the same tokens."""
+        loop, fused: PAD after EOS inside the step, one call per position); the tokens stay on the device.
+        Without XLA the step is a tf.function over caches that grow (traced for the first two cache
+        lengths, then once more with a relaxed length: reduce_retracing). With `jit_compile` the encoder
+        and the step are XLA-compiled, the step over fixed-length caches (one shape, one compilation):
+        the same tokens."""
         s, heads = self.spec, self.spec.heads
         if jit_compile:
             if self._xla_fns is None:
                 self._xla_fns = (
                     tf.function(self._encode_for_decoding, jit_compile=True, reduce_retracing=True),
-                    tf.function(self._decode_step_at, jit_compile=True, reduce_retracing=True),
+                    tf.function(
+                        functools.partial(self._decode_position, fixed=True),
+                        jit_compile=True,
+                        reduce_retracing=True,
+                    ),
                 )
             encode, step_fn = self._xla_fns
             keep, cross = encode(src)
             length = max_len
         else:
             if self._step_fn is None:
-                self._step_fn = tf.function(self._decode_step, reduce_retracing=True)
+                self._step_fn = tf.function(
+                    functools.partial(self._decode_position, fixed=False), reduce_retracing=True
+                )
             encode, step_fn = self._encode_for_decoding, self._step_fn
             keep, cross = encode(src)
             length = 0
@@ -254,12 +271,12 @@ class Transformer(keras.Model):
         empty = ops.zeros((ops.shape(src)[0], length, heads, s.d_model // heads), dtype=dtype)
         caches = [(empty, empty) for _ in self.dec]
 
-        def step(prev: Any, t: int) -> Any:
+        def step(prev: Any, done: Any, t: int) -> tuple[Any, Any]:
             nonlocal caches
-            ids, caches = step_fn(prev, tf.constant(t), caches, cross, keep)
-            return ids
+            ids, done, caches = step_fn(prev, done, tf.constant(t), caches, cross, keep)
+            return ids, done
 
-        return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every)
+        return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every, fused=True)
 
 
 class KerasOps:
