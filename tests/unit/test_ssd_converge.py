@@ -108,7 +108,7 @@ def test_the_loaded_ground_truth_scores_one_against_itself(easyset):
 def test_metric_chain_perfect_shifted_padded_and_nan(easyset):
     src = _source(job_for(easyset))
     truth, t = src.eval_labels, src.test
-    assert metric("coco_map") == ("map50", coco_map50)
+    assert metric("coco_map") == ("map50", coco_map50, True)  # a fraction: the report states points
     perfect = _perfect(t.boxes, t.labels, truth.dboxes)
     assert coco_map50(perfect, truth)["map50"] == pytest.approx(1.0)
     # moved by 20% of their width: IoU 0.8 / 1.2 = 0.67, found at IoU 0.5, not at the strict thresholds

@@ -1,7 +1,6 @@
-"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
-"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
-`data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
-showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3):
+the task spec, the input source its data format opens (data/registry.py) behind a TimedSource, `units()` and
+`data_wait_s()`, the model-family lookup and the record of which layers showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
 precision translation, model building, the step, sync and memory.
 """
 

@@ -1,11 +1,13 @@
 """Dataset checks that run in the orchestrator, before a worker spends minutes building a model.
 
-Pure Python (no DALI, no framework): it resolves `dataset.path` (or `$dataset.path_env`), works out
-the layout on disk and the split for the mode, and turns every way a dataset can be unusable into a
+Pure Python (no DALI, no framework). `check_dataset` asks the data-format registry (data/registry.py)
+which format the job reads, refuses a task or mode that cannot read it, and runs that format's check.
+The image formats' check is here: it resolves `dataset.path` (or `$dataset.path_env`), works out the
+layout on disk and the split for the mode, and turns every way a dataset can be unusable into a
 one-line `ConfigError` that names the problem and the fix. The worker's pipeline builder calls the
 same `resolve_layout`, so what was checked is what gets read.
 
-Layouts (dataset.format):
+Image layouts (dataset.format):
   folder    ROOT/<class>/<image>      labels = index of the class folder in sorted order
             (ROOT may instead hold train/ and val/ splits, each laid out like that)
   tfrecord  ROOT/<file> TFRecord files of tf.train.Example (image/encoded, image/class/label,
@@ -169,12 +171,7 @@ def resolve_layout(job: JobConfig) -> DatasetLayout:
     """The files the job reads: format checked (or detected) and the mode's split chosen."""
     path = Path(resolve_path(job))
     fmt = job.dataset.format or detect_format(path)
-    evaluate = job.mode == "infer"
-    if fmt == "folder":
-        return _folder_layout(path, evaluate)
-    if fmt == "tfrecord":
-        return _tfrecord_layout(path, evaluate)
-    return _recordio_layout(path, evaluate)
+    return IMAGE_LAYOUTS[fmt](path, job.mode == "infer")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,3 +357,7 @@ def _recordio_layout(root: Path, evaluate: bool) -> DatasetLayout:
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for line in f if line.strip())
+
+
+# dataset.format -> the layout reader of that image format (the formats data/generic_formats.py registers)
+IMAGE_LAYOUTS = {"folder": _folder_layout, "tfrecord": _tfrecord_layout, "recordio": _recordio_layout}

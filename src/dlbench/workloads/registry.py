@@ -26,10 +26,12 @@ FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
 
 class Metric(NamedTuple):
     """A quality metric: the name it is logged under (`eval/<name>`, the report) and `fn(outputs, labels)`,
-    numpy, higher is better; fn may return {name: value, other: value}, the others logged beside it."""
+    numpy, higher is better; fn may return {name: value, other: value}, the others logged beside it.
+    `fraction`: a value in [0, 1], whose differences the report states in points (x 100)."""
 
     name: str
     fn: Callable[[Any, Any], float | dict[str, float]]
+    fraction: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,11 @@ def metric(kind: str) -> Metric:
             return entry.metrics[kind]
     known = sorted(k for w in workloads().values() for k in w.metrics)
     raise KeyError(f"metric {kind!r}: no workload registers it; registered: {known}")
+
+
+def fraction_metrics() -> set[str]:
+    """The names of the registered metrics that are fractions in [0, 1]."""
+    return {m.name for w in workloads().values() for m in w.metrics.values() if m.fraction}
 
 
 def family_module(framework: str, task: str) -> str:

@@ -14,7 +14,7 @@ register(
         ClassificationConfig,
         spec,
         __name__,
-        metrics={"top1": Metric("accuracy", top1_accuracy)},
+        metrics={"top1": Metric("accuracy", top1_accuracy, fraction=True)},
     )
 )
 for fmt in FORMATS:

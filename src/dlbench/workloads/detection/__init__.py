@@ -9,7 +9,13 @@ from dlbench.workloads.detection.spec import DetectionConfig, spec
 from dlbench.workloads.registry import Metric, Workload, register
 
 register(
-    Workload("detection", DetectionConfig, spec, __name__, metrics={"coco_map": Metric("map50", coco_map50)})
+    Workload(
+        "detection",
+        DetectionConfig,
+        spec,
+        __name__,
+        metrics={"coco_map": Metric("map50", coco_map50, fraction=True)},
+    )
 )
 for fmt in FORMATS:
     register_format(fmt)

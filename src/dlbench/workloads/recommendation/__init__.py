@@ -14,7 +14,7 @@ register(
         RecommendationConfig,
         spec,
         __name__,
-        metrics={"hr@10": Metric("hr10", hit_rate_at_10)},
+        metrics={"hr@10": Metric("hr10", hit_rate_at_10, fraction=True)},
     )
 )
 for fmt in FORMATS:
