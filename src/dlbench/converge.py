@@ -47,7 +47,8 @@ def run_epochs(bench: Any, epochs: int, emit: Callable[..., None], on_first_step
         raise ValueError(
             f"mode=converge needs a dataset held in memory: a dataset of format {' or '.join(held)}"
         )
-    name, score = metric(bench.spec.metric)
+    found = metric(bench.spec.metric)
+    name, score = found.name, found.fn
     train_s = 0.0
     for epoch in range(1, epochs + 1):
         hook = on_first_step if epoch == 1 else None

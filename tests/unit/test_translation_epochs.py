@@ -102,7 +102,7 @@ def test_eval_batches_hold_every_fitting_held_out_source_once_with_room_to_decod
 
 def test_predicted_ids_become_text_and_bleu_is_100_for_the_references_0_for_nonsense(corpus):
     source = _source(_job(corpus[0]))
-    name, bleu = metric("bleu")
+    bleu = metric("bleu").fn
     refs = source.eval_labels
     # what a perfect model would decode: each reference's ids, EOS, then PAD, as float (predict's dtype)
     ids = source.bpe.encode(refs)
