@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from dlbench.data.registry import DataFormat
-from dlbench.workloads.translation.source import PARALLEL_TEXT
+
+PARALLEL_TEXT = "parallel_text"
 
 
 def check_parallel_text(job: Any) -> dict[str, Any]:
