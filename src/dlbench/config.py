@@ -19,10 +19,6 @@ from dlbench.errors import ConfigError
 
 FRAMEWORKS = ("torch", "tf", "mxnet")
 MODES = ("train", "infer", "data", "converge")
-# dataset.format of the datasets read whole into memory, the data of mode=converge: images
-# (workloads/classification/small_images.py), ratings (workloads/recommendation/movielens.py), parallel_text (workloads/translation/epochs.py),
-# coco_memory (workloads/detection/coco_memory.py, detection)
-MEMORY_FORMATS = ("idx", "sklearn", "ratings", "parallel_text", "coco_memory")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -73,7 +69,9 @@ FRAMEWORK_CONFIGS: dict[str, type[FrameworkConfig]] = {
 class DatasetConfig:
     name: str = "synthetic"
     path: str | None = None
-    format: str | None = None  # folder | tfrecord | recordio (real datasets)
+    format: str | None = (
+        None  # a registered data format (data/registry.py); null: the task's default or detected
+    )
     path_env: str | None = None  # environment variable that supplies path when path is null
     num_samples: int | None = (
         None  # null = all the files found (in-memory datasets: the first N training samples)
@@ -252,16 +250,6 @@ def validate(job: JobConfig) -> None:
             f"schedule.seeds={job.schedule.seeds or [job.schedule.seed]}: seeds must be 0 or more",
         ),
         (
-            job.mode != "converge" or job.dataset.format in MEMORY_FORMATS,
-            f"mode=converge trains to quality on a real dataset held in memory: use dataset=fashion_mnist, "
-            f"dataset=digits, dataset=movielens, or a parallel_text corpus for model=transformer, "
-            f"dataset=coco_memory for model=ssd300 (not dataset={job.dataset.name})",
-        ),
-        (
-            job.mode != "data" or job.dataset.format not in MEMORY_FORMATS,
-            f"mode=data measures the DALI input pipeline; dataset={job.dataset.name} is read into memory",
-        ),
-        (
             job.telemetry.interval_s > 0,
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
@@ -288,6 +276,7 @@ def validate(job: JobConfig) -> None:
                 f"framework.optimizer_impl={fw.optimizer_impl!r}: use one of {OPTIMIZER_IMPLS}",
             ),
         ]
+    from dlbench.data.registry import data_format, mode_problem
     from dlbench.workloads.registry import unknown_task
 
     if (why := unknown_task(job.model.task)) is not None:
@@ -295,13 +284,11 @@ def validate(job: JobConfig) -> None:
     for ok, message in [*checks, *job.model.check()]:
         if not ok:
             raise ConfigError(message)
+    fmt = data_format(job)
+    if (why := mode_problem(fmt, job)) is not None:
+        raise ConfigError(why)
     d = job.dataset
-    if (
-        d.name != "synthetic"
-        and d.format not in MEMORY_FORMATS
-        and not d.path
-        and not (d.path_env and os.environ.get(d.path_env))
-    ):
+    if fmt.dali and not d.path and not (d.path_env and os.environ.get(d.path_env)):
         hint = f" or set ${d.path_env}" if d.path_env else ""
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 

@@ -8,8 +8,9 @@ plan). After each window the bench predicts the held-out split (numpy outputs) a
 scores it: an `epoch` event. Evaluation time is not training time.
 
 Orchestrator side, `converge_summary`: the final and best value, and the epochs and training seconds it
-took to reach `schedule.target`. A task names its metric kind in its spec (`TaskSpec.metric`); METRICS
-maps the kind to the name it is logged under (`eval/<name>`) and the numpy function that computes it.
+took to reach `schedule.target`. A task names its metric kind in its spec (`TaskSpec.metric`); its workload
+registers the kind with the name it is logged under (`eval/<name>`) and the numpy function that computes it
+(`workloads.registry.metric`).
 """
 
 from __future__ import annotations
@@ -23,19 +24,7 @@ import numpy as np
 
 from dlbench import events
 from dlbench.timing import timed_window
-from dlbench.workloads.classification.eval import top1_accuracy
-from dlbench.workloads.detection.eval import coco_map50
-from dlbench.workloads.recommendation.eval import hit_rate_at_10
-from dlbench.workloads.translation.eval import corpus_bleu
 
-# TaskSpec.metric -> (name in MLflow and the report, fn(outputs, labels) -> float, higher is better).
-# A fn may return {name: value, other: value, ...}: the others are logged beside it as eval/<other>.
-METRICS: dict[str, tuple[str, Callable[[Any, Any], float | dict[str, float]]]] = {
-    "top1": ("accuracy", top1_accuracy),
-    "hr@10": ("hr10", hit_rate_at_10),
-    "bleu": ("bleu", corpus_bleu),  # 0-100, on detokenised text (the source's join_outputs decodes ids)
-    "coco_map": ("map50", coco_map50),
-}
 EVAL_BATCH = 500  # held-out samples per predict call (memory only: the metric does not depend on it)
 
 
@@ -50,12 +39,16 @@ def evaluate(bench: Any, score: Callable[[Any, Any], Any]) -> Any:
 
 def run_epochs(bench: Any, epochs: int, emit: Callable[..., None], on_first_step=None) -> None:
     """Train `epochs` epochs from the bench's in-memory source, evaluating after each."""
+    from dlbench.data.registry import formats
+    from dlbench.workloads.registry import metric
+
     if bench.in_memory is None:
+        held = [n for n, f in formats().items() if f.in_memory]
         raise ValueError(
-            "mode=converge needs an in-memory dataset source "
-            "(dataset=fashion_mnist, digits, movielens, bible_es_en or coco_memory)"
+            f"mode=converge needs a dataset held in memory: a dataset of format {' or '.join(held)}"
         )
-    name, score = METRICS[bench.spec.metric]
+    found = metric(bench.spec.metric)
+    name, score = found.name, found.fn
     train_s = 0.0
     for epoch in range(1, epochs + 1):
         hook = on_first_step if epoch == 1 else None

@@ -22,8 +22,9 @@ from dlbench.errors import BackendUnavailable
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
     from dlbench.backends.threads import apply_threads, thread_env
-    from dlbench.config import MEMORY_FORMATS, JobConfig
+    from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
+    from dlbench.data.registry import data_format
     from dlbench.errors import ConfigError
     from dlbench.timing import timed_windows, warm_up
 except ModuleNotFoundError as exc:
@@ -60,9 +61,10 @@ def _die_with_parent() -> None:
 
 
 def fed_by_dali(job: JobConfig) -> bool:
-    """A real data set read by a DALI pipeline (not synthetic, not one held in memory, e.g. MovieLens):
-    only then does the job need DALI, whose version it records. A GPU image without DALI runs the rest."""
-    return job.dataset.name != "synthetic" and job.dataset.format not in MEMORY_FORMATS and job.mode != "data"
+    """A data format a DALI pipeline reads (data/registry.py; not synthetic, not one held in memory, e.g.
+    MovieLens): only then does the job need DALI, whose version it records. A GPU image without DALI runs the
+    rest. mode=data's backend is the DALI pipeline itself and records DALI's version on its own."""
+    return job.mode != "data" and data_format(job).dali
 
 
 def _versions(backend, job: JobConfig) -> dict[str, str]:

@@ -13,10 +13,10 @@ from dlbench.config import JobConfig, validate
 from dlbench.converge import converge_summary, diverged
 from dlbench.core.bench import Batch
 from dlbench.data.epochs import EpochPlan
-from dlbench.data.memory_source import MemorySource
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
 from dlbench.orchestrator import JobContext, per_seed
+from dlbench.workloads.classification.memory_source import MemorySource
 from dlbench.workloads.registry import task_spec
 
 
@@ -84,7 +84,7 @@ def test_checks_before_the_worker_are_one_line() -> None:
     synthetic = JobConfig.from_dict({"mode": "converge"})
     with pytest.raises(
         ConfigError,
-        match="use dataset=fashion_mnist, dataset=digits, dataset=movielens, or a parallel_text corpus",
+        match=r"held in memory: use a dataset of format idx \(dataset=fashion_mnist\) or sklearn \(dataset=digits\)",
     ) as err:
         validate(synthetic)
     assert "\n" not in str(err.value)

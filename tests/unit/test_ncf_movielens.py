@@ -33,6 +33,7 @@ def _ratings(folder: Path, users: int = 12, per_user: int = 9, items: int = 40) 
 def _job(path: Path | None, mode: str = "train", batch: int = 16, **model) -> JobConfig:
     job = JobConfig.from_dict({"model": {"name": "ncf", "task": "recommendation", **model}})
     job.dataset.name, job.dataset.path, job.mode = "movielens", str(path) if path else None, mode
+    job.dataset.format = "ratings"  # as conf/dataset/movielens.yaml sets it
     job.schedule.batch_size = batch
     return job
 

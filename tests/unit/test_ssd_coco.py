@@ -207,7 +207,7 @@ def test_check_dataset_refusals_are_one_line(cocoset, tmp_path):
     missing.unlink()
     cases = [
         (_job(cocoset, num_classes=10), "has 10 categories but model.num_classes=10"),
-        (classification, "COCO-layout data is for detection models"),
+        (classification, "is detection data: use model=ssd300 with it, not model=resnet_cifar"),
         (_job(copy), f"name image {missing}, which does not exist"),
     ]
     for job, words in cases:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dlbench.config import JobConfig, validate
-from dlbench.converge import METRICS, evaluate
+from dlbench.converge import evaluate
 from dlbench.core.bench import Batch
 from dlbench.data.epochs import EpochPlan
 from dlbench.data.validate import check_dataset
@@ -21,7 +21,7 @@ from dlbench.errors import ConfigError
 from dlbench.workloads.detection.boxes import default_boxes_for, encode_batch
 from dlbench.workloads.detection.coco_memory import CocoMemorySource, DetectionTruth, hflip, load_images
 from dlbench.workloads.detection.eval import coco_map50
-from dlbench.workloads.registry import task_spec
+from dlbench.workloads.registry import metric, task_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 48  # 236 default boxes
@@ -108,7 +108,7 @@ def test_the_loaded_ground_truth_scores_one_against_itself(easyset):
 def test_metric_chain_perfect_shifted_padded_and_nan(easyset):
     src = _source(job_for(easyset))
     truth, t = src.eval_labels, src.test
-    assert METRICS["coco_map"] == ("map50", coco_map50)
+    assert metric("coco_map") == ("map50", coco_map50, True)  # a fraction: the report states points
     perfect = _perfect(t.boxes, t.labels, truth.dboxes)
     assert coco_map50(perfect, truth)["map50"] == pytest.approx(1.0)
     # moved by 20% of their width: IoU 0.8 / 1.2 = 0.67, found at IoU 0.5, not at the strict thresholds
@@ -201,7 +201,7 @@ def test_checks_before_the_worker_are_one_line(easyset, tmp_path):
         ({"model": {"name": "ssd300", "task": "detection", "image_size": SIZE, "num_classes": CLASSES}},
          rf"has {CLASSES} categories but model.num_classes={CLASSES} .*use model.num_classes={CLASSES + 1}"),
         ({"schedule": {"epochs": 1, "seed": 3, "batch_size": 16}}, "fewer than the batch"),
-        ({"model": {"name": "small_cnn", "task": "classification"}}, "is detection data: use it with model=ssd300"),
+        ({"model": {"name": "small_cnn", "task": "classification"}}, "is detection data: use model=ssd300 with it"),
         ({"dataset": {"name": "coco_memory", "format": "coco_memory", "path": str(tmp_path / "none")}}, "does not exist"),
     ):  # fmt: skip
         bad = job_for(easyset, **over)

@@ -3,7 +3,7 @@ counted on the host, a precision report read from real layer outputs, run facts 
 facts, and the same parameter count in every framework. Each framework runs in its own subprocess.
 
 A new task extends TINY below (a small config of its family); the test then drives it through all three
-frameworks (docs/architecture.md, "How to add a workload").
+frameworks (docs/architecture.md, "Adding a workload").
 """
 
 from __future__ import annotations

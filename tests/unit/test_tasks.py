@@ -70,3 +70,54 @@ def test_the_test_only_workload_is_one_folder_under_tests_that_src_never_names()
     assert [
         p.name for p in sources if "test_mlp" in p.read_text() or "tests.workloads" in p.read_text()
     ] == []
+
+
+def test_a_workload_contributes_its_data_format_from_its_folder(tmp_path):
+    """The test-only workload registers `mlp_vectors` from tests/workloads/mlp/formats.py: the harness
+    checks it, asks it whether DALI feeds it and opens it through the registry alone, with no edit of src/."""
+    from dlbench.backends.skeleton import SpecBench
+    from dlbench.config import JobConfig, validate
+    from dlbench.data.registry import data_format, formats
+    from dlbench.data.validate import check_dataset
+    from dlbench.errors import ConfigError
+    from dlbench.worker import fed_by_dali
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "v.npz", x=rng.normal(size=(24, 16)), y=rng.integers(0, 2, 24))
+    job = JobConfig.from_dict(
+        {
+            "model": {"name": "mlp", "task": "test_mlp"},
+            "dataset": {"name": "vectors", "format": "mlp_vectors", "path": str(tmp_path / "v.npz")},
+            "mode": "converge",
+        }
+    )
+    assert formats()["mlp_vectors"] is data_format(job) and data_format(job).in_memory
+    validate(job)  # mode=converge accepts it: the format is held in memory
+    assert check_dataset(job) == {"dataset.resolved_format": "mlp_vectors", "dataset.found_samples": 24}
+    assert fed_by_dali(job) is False
+    bench = SpecBench(job)
+    bench.open_source(lambda host: host)
+    assert bench.in_memory.steps_per_epoch == 3 and bench.source.next().inputs["x"].shape == (8, 16)
+    assert bench.units() == 8
+    job.model.features = 5
+    with pytest.raises(ConfigError, match="use model.features=16"):
+        check_dataset(job)
+    classifier = JobConfig.from_dict({"dataset": job.to_dict()["dataset"]})  # model=resnet50
+    with pytest.raises(ConfigError, match="is test_mlp data: .* not model=resnet50") as err:
+        check_dataset(classifier)
+    assert "format folder (dataset=cifar10, dataset=imagenet)" in str(err.value) and "\n" not in str(
+        err.value
+    )
+
+
+def test_an_unknown_format_is_one_line_listing_the_registered_ones():
+    from dlbench.config import JobConfig, validate
+    from dlbench.data.registry import formats
+    from dlbench.errors import ConfigError
+
+    job = JobConfig.from_dict({"dataset": {"name": "x", "format": "parquet", "path": "/tmp"}})
+    with pytest.raises(ConfigError) as err:
+        validate(job)
+    message = str(err.value)
+    assert "dataset.format='parquet'" in message and "\n" not in message
+    assert all(name in message for name in formats() if name != "synthetic")

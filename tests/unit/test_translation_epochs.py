@@ -1,6 +1,6 @@
 """mode=converge's translation source without a framework: the training pairs epoch after epoch in the
 seed's order (whole batches of bounded shapes), the held-out sources for greedy decoding, and the way
-predicted ids become text that sacrebleu scores against the references (BLEU wired in converge.METRICS)."""
+predicted ids become text that sacrebleu scores against the references (BLEU registered as the translation workload's metric)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from dlbench.config import JobConfig, validate
-from dlbench.converge import METRICS
 from dlbench.errors import ConfigError
-from dlbench.workloads.registry import task_spec
+from dlbench.workloads.registry import metric, task_spec
 from dlbench.workloads.translation.epochs import TranslationEpochs, decode_cap
 from dlbench.workloads.translation.parallel_text import CorpusMissing, write_pairs
 from dlbench.workloads.translation.source import check_corpus
@@ -60,7 +59,7 @@ def _source(job: JobConfig) -> TranslationEpochs:
 
 def test_converge_on_a_parallel_corpus_passes_the_checks_and_scores_bleu(corpus):
     validate(_job(corpus[0]))  # parallel_text is an in-memory format for mode=converge
-    assert task_spec(_job(corpus[0]).model).metric == "bleu" and METRICS["bleu"][0] == "bleu"
+    assert task_spec(_job(corpus[0]).model).metric == "bleu" and metric("bleu").name == "bleu"
 
 
 def test_an_epoch_is_steps_per_epoch_whole_batches_in_the_seeds_order(corpus):
@@ -103,7 +102,7 @@ def test_eval_batches_hold_every_fitting_held_out_source_once_with_room_to_decod
 
 def test_predicted_ids_become_text_and_bleu_is_100_for_the_references_0_for_nonsense(corpus):
     source = _source(_job(corpus[0]))
-    name, bleu = METRICS["bleu"]
+    bleu = metric("bleu").fn
     refs = source.eval_labels
     # what a perfect model would decode: each reference's ids, EOS, then PAD, as float (predict's dtype)
     ids = source.bpe.encode(refs)

@@ -1,4 +1,4 @@
-"""The registry of framework backends and their loader (docs/architecture.md, "Backend protocol").
+"""The registry of framework backends and their loader (docs/architecture.md, section 3, "The bench").
 
 A backend is a package `dlbench.backends.<name>` exposing:
 

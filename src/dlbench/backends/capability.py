@@ -21,6 +21,7 @@ from dlbench.backends.threads import PACKAGES
 from dlbench.config import JobConfig
 from dlbench.core.cpu import cap_text, native
 from dlbench.core.precision import plan_precision
+from dlbench.data.registry import data_format
 from dlbench.telemetry.nvml import visible_gpus
 
 
@@ -62,7 +63,7 @@ def check(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None)
         return Capability(
             "device=cuda: no NVIDIA GPU is visible here (NVML finds none); device=auto runs it on the CPU"
         )
-    if job.data.decode == "gpu" and job.dataset.name != "synthetic" and w.kind == "cpu":
+    if job.data.decode == "gpu" and w.kind == "cpu" and data_format(job).dali:  # only DALI decodes
         return Capability(
             "data.decode=gpu: DALI's GPU decoder needs a GPU this job can use; use data.decode=cpu"
         )

@@ -1,7 +1,6 @@
-"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3,
-"Workloads as data"): the task spec, the synthetic or real input source behind a TimedSource, `units()` and
-`data_wait_s()`, the DALI error explanation, the model-family lookup and the record of which layers
-showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
+"""What every framework's bench shares, written once and framework-free (docs/architecture.md, section 3):
+the task spec, the input source its data format opens (data/registry.py) behind a TimedSource, `units()` and
+`data_wait_s()`, the model-family lookup and the record of which layers showed which dtype. A framework's bench subclasses `SpecBench` and adds only what differs: device,
 precision translation, model building, the step, sync and memory.
 """
 
@@ -12,9 +11,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dlbench.config import MEMORY_FORMATS, JobConfig
-from dlbench.core.bench import Batch, ExplainedSource, TimedSource
-from dlbench.data.synthetic import HostBatch, synthetic_pool
+from dlbench.config import JobConfig
+from dlbench.core.bench import Batch, TimedSource
+from dlbench.data.registry import data_format
+from dlbench.data.synthetic import HostBatch, PoolSource
 from dlbench.errors import BackendUnavailable
 from dlbench.workloads.registry import family_module, task_spec
 
@@ -42,23 +42,6 @@ def load_family(base: type[F], task: str) -> F:
             f"{name} must define one {base.__name__} subclass, found {[c.__name__ for c in found]}"
         )
     return found[0]()
-
-
-class PoolSource:
-    """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
-    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step).
-    HostSource cycles its device pool with one too (its items carry their row counts and shapes)."""
-
-    def __init__(self, batches: list[Any]) -> None:
-        self.batches, self.at = batches, 0
-
-    def next(self) -> Any:
-        batch = self.batches[self.at]
-        self.at = (self.at + 1) % len(self.batches)
-        return batch
-
-    def close(self) -> None:
-        self.batches = []
 
 
 class HostSource:
@@ -167,33 +150,18 @@ class SpecBench:
         return self.family
 
     def open_source(self, to_device: Callable[[HostBatch], Batch]) -> None:
-        """Synthetic data (the spec's numpy batches, made once, put on the device by `to_device`), or the
-        dataset through the family's `dali_source(bench)` (the framework's DALI adapter, imported only
-        then: DALI is optional). A real source has `.pipeline` (with `explain`), `next() -> Batch` and
-        `close()`. A task that makes its own batches (TaskSpec.batches: they vary step to step) is fed
-        from those."""
+        """The job's input source, as its data format opens it (data/registry.py: synthetic batches made
+        once and put on the device by `to_device`, a DALI pipeline through the family's `dali_source`, or a
+        dataset held in memory, which mode=converge also evaluates on). A task that makes its own batches
+        (TaskSpec.batches: they vary step to step) is fed from those, except when it trains to quality on a
+        dataset held in memory."""
+        fmt = data_format(self.job)
         source: Any
-        if self.job.mode == "converge" and self.spec.memory_source is not None:
-            source = self.in_memory = self.spec.memory_source(self.job, self.spec, to_device)
-        elif self.spec.batches is not None:
+        if self.spec.batches is not None and not (fmt.in_memory and self.job.mode == "converge"):
             source = HostSource(self.spec.batches(self.job, self.spec), to_device)
-        elif self.job.dataset.name == "synthetic":
-            pool = synthetic_pool(self.spec, self.job.batch_size, self.job.mode == "train")
-            source = PoolSource([to_device(b) for b in pool])
-        elif self.job.dataset.format == "ratings":  # user-item ratings read with numpy, no DALI
-            from dlbench.workloads.recommendation.movielens import MovieLensSource
-
-            source = self.in_memory = MovieLensSource(self.job, to_device)
-        elif self.job.dataset.format == "coco_memory":  # detection's COCO layout, decoded once with PIL
-            from dlbench.workloads.detection.coco_memory import CocoMemorySource
-
-            source = self.in_memory = CocoMemorySource(self.job, self.spec, to_device)
-        elif self.job.dataset.format in MEMORY_FORMATS:
-            from dlbench.data.memory_source import MemorySource
-
-            source = self.in_memory = MemorySource(self.job, self.spec, to_device)
         else:
-            source = ExplainedSource(self.family.dali_source(self))
+            source = fmt.open(self, to_device)
+            self.in_memory = source if fmt.in_memory else None
         self.source = TimedSource(source)
 
     def with_negatives(self, inputs: tuple, targets: tuple) -> tuple[tuple, tuple]:

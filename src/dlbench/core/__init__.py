@@ -1,4 +1,4 @@
 """Framework-free building blocks shared by the orchestrator, the worker and every backend.
 
 Nothing here imports a framework, Hydra or MLflow, so any layer may import from it without running
-upward (docs/architecture.md, "Layers")."""
+upward (docs/architecture.md, "Layout")."""

@@ -115,6 +115,7 @@ class TaskSpec:
                 like real ones rather than drawn at random (SSD's boxes encoded to the default boxes)
     batches     optional (job, spec) -> iterator of HostBatch: a task whose batches vary step to step
                 (token-count batches of translation) makes them itself, for synthetic and real data
+                (except mode=converge, which reads its data format's in-memory source)
     infer_unit  optional unit of an inference step when it differs (translation: "generated tokens")
     synthetic_pool  optional (batch_size, train) -> list of HostBatch: distinct synthetic batches made
                 once, before timing, and cycled step after step (NCF: fresh positives every step);
@@ -122,9 +123,6 @@ class TaskSpec:
     device_negatives  mode=train only: a batch holds positives (the inputs, no targets) and the train
                 step draws this many random negatives per positive on the device with the framework's
                 RNG, labels included (the family's `add_negatives(inputs, spec)`); 0 = none
-    memory_source  optional (job, spec, to_device) -> the source of mode=converge on a real dataset, with
-                the epoch/eval interface of data/memory_source.MemorySource (translation: the corpus's
-                pairs in the seed's order and its held-out pairs for BLEU); images use MemorySource
     """
 
     task: str
@@ -142,7 +140,6 @@ class TaskSpec:
     infer_unit: str | None = None
     synthetic_pool: Callable[[int, bool], list[Any]] | None = None
     device_negatives: int = 0
-    memory_source: Callable[[Any, TaskSpec, Callable[[Any], Any]], Any] | None = None
 
     def sample_shape(self, tensor: TensorSpec) -> tuple[int, ...]:
         """The per-sample shape with every variable-length axis at its synthetic size."""

@@ -15,8 +15,10 @@ from typing import Any
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch, ExplainedSource, TimedSource
 from dlbench.core.precision import plan_precision
-from dlbench.data.pipelines import ImagePipeline, cuda_device_count
-from dlbench.errors import BackendUnavailable
+from dlbench.data.pipelines import cuda_device_count
+from dlbench.data.registry import data_format
+from dlbench.data.validate import DatasetLayout
+from dlbench.errors import BackendUnavailable, ConfigError
 
 
 def preferred_layout(framework: str, on_gpu: bool) -> str:
@@ -30,7 +32,7 @@ def preferred_layout(framework: str, on_gpu: bool) -> str:
 class _PipelineRuns:
     """One batch = one `pipe.run()`; its outputs are kept as the batch's inputs (alive until the next)."""
 
-    def __init__(self, pipeline: ImagePipeline) -> None:
+    def __init__(self, pipeline: Any) -> None:
         self.pipeline = pipeline
         self.skipped = pipeline.skipped
 
@@ -53,14 +55,12 @@ class DataBench:
         self.unit = "images"
         layout = preferred_layout(job.framework.name, gpus > 0)
         dtype = plan_precision(job.precision, "cuda" if gpus else "cpu").input_dtype
-        if job.model.task == "detection":  # the COCO reader with DLE's SSD augmentations and box encoding
-            from dlbench.workloads.detection.coco_pipeline import CocoPipeline
-
-            self.pipeline: Any = CocoPipeline.from_job(job, device_id, layout, dtype)
-            self.format = "coco"
-        else:
-            self.pipeline = ImagePipeline(job, device_id, layout, dtype)
-            self.format = self.pipeline.dataset.format
+        fmt = data_format(job)  # its pipeline: e.g. the image reader, or COCO's with SSD's augmentations
+        if fmt.pipeline is None:
+            raise ConfigError(f"mode=data: no DALI pipeline reads dataset.format={fmt.name}")
+        self.pipeline: Any = fmt.pipeline(job, device_id, layout, dtype)
+        layout_found = getattr(self.pipeline, "dataset", None)  # the image reader detects a null format
+        self.format = layout_found.format if isinstance(layout_found, DatasetLayout) else fmt.name
         self.source = TimedSource(ExplainedSource(_PipelineRuns(self.pipeline)))
         self._outputs: Batch | None = None
 

@@ -8,6 +8,7 @@ ever asks the device how much it processed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,3 +50,21 @@ def synthetic_pool(spec: TaskSpec, batch_size: int, train: bool) -> list[HostBat
     if spec.synthetic_pool is not None:
         return spec.synthetic_pool(batch_size, train)
     return [synthetic_batch(spec, batch_size)]
+
+
+class PoolSource:
+    """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
+    one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step).
+    backends/skeleton.HostSource cycles its device pool with one too (its items carry their row counts and
+    shapes)."""
+
+    def __init__(self, batches: list[Any]) -> None:
+        self.batches, self.at = batches, 0
+
+    def next(self) -> Any:
+        batch = self.batches[self.at]
+        self.at = (self.at + 1) % len(self.batches)
+        return batch
+
+    def close(self) -> None:
+        self.batches = []

@@ -1,11 +1,13 @@
 """Dataset checks that run in the orchestrator, before a worker spends minutes building a model.
 
-Pure Python (no DALI, no framework): it resolves `dataset.path` (or `$dataset.path_env`), works out
-the layout on disk and the split for the mode, and turns every way a dataset can be unusable into a
+Pure Python (no DALI, no framework). `check_dataset` asks the data-format registry (data/registry.py)
+which format the job reads, refuses a task or mode that cannot read it, and runs that format's check.
+The image formats' check is here: it resolves `dataset.path` (or `$dataset.path_env`), works out the
+layout on disk and the split for the mode, and turns every way a dataset can be unusable into a
 one-line `ConfigError` that names the problem and the fix. The worker's pipeline builder calls the
 same `resolve_layout`, so what was checked is what gets read.
 
-Layouts (dataset.format):
+Image layouts (dataset.format):
   folder    ROOT/<class>/<image>      labels = index of the class folder in sorted order
             (ROOT may instead hold train/ and val/ splits, each laid out like that)
   tfrecord  ROOT/<file> TFRecord files of tf.train.Example (image/encoded, image/class/label,
@@ -23,14 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config import MEMORY_FORMATS, JobConfig
+from dlbench.config import JobConfig
 from dlbench.core.names import project_relative
 from dlbench.data.formats import IMAGE_EXTENSIONS, RECORDIO_MAGIC
+from dlbench.data.registry import data_format, mode_problem, wrong_task
 from dlbench.errors import ConfigError
-from dlbench.workloads.classification.small_images import check_image_set
-from dlbench.workloads.recommendation.movielens import check_movielens
 
-FORMATS = ("folder", "tfrecord", "recordio", "coco")
 DECODES = ("auto", "gpu", "cpu")
 TRAIN_SPLITS = ("train",)
 EVAL_SPLITS = ("val", "validation", "test")
@@ -87,40 +87,23 @@ def files_digest(root: str, files: list[str], stat_limit: int = DIGEST_STAT_LIMI
 
 
 def check_dataset(job: JobConfig) -> dict[str, Any]:
-    """Check the job's dataset and data settings; return facts to log. Raises ConfigError.
+    """Check that the job's task and mode can read its dataset's format, then the dataset and data settings
+    with that format's own check (data/registry.py); return facts to log. Raises ConfigError.
 
     Side effect, on purpose: a path taken from `dataset.path_env` is written into `job.dataset.path`,
     so the worker reads exactly the folder checked here and MLflow records it.
     """
-    ds = job.dataset
-    if (
-        ds.format == "ratings"
-        or ds.name == "movielens"
-        or (job.model.task == "recommendation" and ds.name != "synthetic")
-    ):
-        return check_movielens(job)  # ratings, not images: workloads/recommendation/movielens.py
-    if ds.name == "synthetic":
-        if job.mode == "data":
-            raise ConfigError(
-                "mode=data measures the DALI input pipeline: choose a real dataset (e.g. dataset=imagenet)"
-            )
-        return {}
-    if ds.format == "parallel_text":  # translation corpora: two aligned text files per split
-        from dlbench.workloads.translation.source import check_corpus
+    fmt = data_format(job)
+    if (why := wrong_task(fmt, job) or mode_problem(fmt, job)) is not None:
+        raise ConfigError(why)
+    return fmt.check(job)
 
-        return check_corpus(job)
-    if ds.format == "coco_memory":  # detection's COCO layout, decoded into memory by the worker
-        from dlbench.workloads.detection.coco_memory import check_memory_set
 
-        return check_memory_set(job)
-    if (
-        ds.format in MEMORY_FORMATS
-    ):  # read whole into memory by the worker (workloads/classification/small_images.py)
-        return check_image_set(ds.name, ds.path, job.model, ds.num_samples, ds.eval_samples)
-    _check_data_settings(job)
-    ds.path = resolve_path(job)
-    if job.model.task == "detection" or ds.format == "coco":
-        return _check_coco(job)
+def check_image_layout(job: JobConfig) -> dict[str, Any]:
+    """The image formats' check (folder, tfrecord, recordio): data settings, path, the layout of the mode's
+    split, and a model with an output per class."""
+    check_data_settings(job)
+    job.dataset.path = resolve_path(job)
     layout = resolve_layout(job)
     outputs = getattr(job.model, "num_classes", None)  # a classification family's key
     if layout.classes and outputs is not None and len(layout.classes) > outputs:
@@ -135,38 +118,8 @@ def check_dataset(job: JobConfig) -> dict[str, Any]:
     return layout.facts()
 
 
-def _check_coco(job: JobConfig) -> dict[str, Any]:
-    """Detection reads the COCO layout (dlbench.workloads.detection.coco), and only detection does."""
-    from dlbench.workloads.detection import coco  # detection only
-
-    ds = job.dataset
-    if job.model.task != "detection" or ds.format not in (None, "coco"):
-        raise ConfigError(
-            f"dataset={ds.name} (format={ds.format}) with model={job.model.name}: COCO-layout data is for "
-            "detection models (model=ssd300) and detection reads dataset.format=coco (e.g. dataset=coco2017)"
-        )
-    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train")
-    classes = len(split.data["categories"])
-    if classes >= job.model.num_classes:
-        raise ConfigError(
-            f"dataset {split.annotations_file} has {classes} categories but model.num_classes="
-            f"{job.model.num_classes} (background included): use model.num_classes={classes + 1} or more"
-        )
-    images = split.num_images if job.mode == "infer" else split.annotated_images
-    if images < job.data.num_shards:
-        raise ConfigError(
-            f"dataset {split.root} has {images} images, fewer than data.num_shards={job.data.num_shards}"
-        )
-    return {
-        "dataset.resolved_path": split.root,
-        "dataset.resolved_format": "coco",
-        "dataset.split": split.name,
-        "dataset.found_samples": images,
-        "dataset.found_classes": classes,
-    }
-
-
-def _check_data_settings(job: JobConfig) -> None:
+def check_data_settings(job: JobConfig) -> None:
+    """The DALI reader's knobs (data.*) and dataset.num_samples, for every format a DALI pipeline reads."""
     d, ds = job.data, job.dataset
     checks = [
         (d.decode in DECODES, f"data.decode={d.decode!r}: use one of {DECODES}"),
@@ -176,10 +129,6 @@ def _check_data_settings(job: JobConfig) -> None:
         (
             0 <= d.shard_id < d.num_shards,
             f"data.shard_id={d.shard_id}: must be in [0, data.num_shards={d.num_shards})",
-        ),
-        (
-            ds.format in (None, *FORMATS),
-            f"dataset.format={ds.format!r}: use one of {FORMATS} (or null to detect)",
         ),
         (
             ds.num_samples is None or ds.num_samples >= 1,
@@ -222,12 +171,7 @@ def resolve_layout(job: JobConfig) -> DatasetLayout:
     """The files the job reads: format checked (or detected) and the mode's split chosen."""
     path = Path(resolve_path(job))
     fmt = job.dataset.format or detect_format(path)
-    evaluate = job.mode == "infer"
-    if fmt == "folder":
-        return _folder_layout(path, evaluate)
-    if fmt == "tfrecord":
-        return _tfrecord_layout(path, evaluate)
-    return _recordio_layout(path, evaluate)
+    return IMAGE_LAYOUTS[fmt](path, job.mode == "infer")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,3 +357,7 @@ def _recordio_layout(root: Path, evaluate: bool) -> DatasetLayout:
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for line in f if line.strip())
+
+
+# dataset.format -> the layout reader of that image format (the formats data/generic_formats.py registers)
+IMAGE_LAYOUTS = {"folder": _folder_layout, "tfrecord": _tfrecord_layout, "recordio": _recordio_layout}

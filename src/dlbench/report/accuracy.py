@@ -22,10 +22,8 @@ from mlflow.tracking import MlflowClient
 
 from dlbench.report.analysis import BASELINE, CONVERGE, FRAMEWORK_ORDER, PRECISION_ORDER, precision_label
 from dlbench.report.load import JobRow
+from dlbench.workloads.registry import fraction_metrics
 
-# Metrics that are fractions in [0, 1]: differences are stated in points (x 100). Others (e.g. BLEU,
-# already 0-100) are stated in their own units. A task with a new fractional metric adds its name here.
-FRACTION_METRICS = ("accuracy", "hr10", "map", "map50")
 VERDICT_RULE = (
     "Final metric: mean ± sample standard deviation over seeds (one run per seed; each seed fixes data "
     "order and augmentation, identical across frameworks, and the initial weights: the same numbers in "
@@ -135,8 +133,9 @@ class Task:
 
     @property
     def scale(self) -> float:
-        """Factor that turns a metric difference into the points a reader expects."""
-        return 100.0 if self.metric in FRACTION_METRICS else 1.0
+        """Factor that turns a metric difference into the points a reader expects: x 100 for a metric its
+        workload registers as a fraction in [0, 1], else its own units (BLEU is already 0-100)."""
+        return 100.0 if self.metric in fraction_metrics() else 1.0
 
 
 @dataclass

@@ -1,10 +1,11 @@
-"""The registry of workloads: `model.task` -> its model-config schema, its spec builder and the package
-holding its per-framework families.
+"""The registry of workloads: `model.task` -> its model-config schema, its spec builder, the package
+holding its per-framework families, and the quality metrics its spec can name (mode=converge).
 
 A workload registers itself from its package's `__init__.py` (`register(Workload(...))`). The registry
 finds them on first use: every package under dlbench/workloads/, plus the modules named in
 $DLBENCH_WORKLOADS (comma-separated; e.g. the test-only workload under tests/, which the tests register
-this way so that the worker processes find it too). docs/architecture.md, "Adding a workload".
+this way so that the worker processes find it too). A package registers its data formats the same way
+(dlbench.data.registry). docs/architecture.md, "Adding a workload".
 """
 
 from __future__ import annotations
@@ -12,14 +13,25 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from dlbench.core.spec import ModelConfig, TaskSpec
 
 EXTRA_ENV = "DLBENCH_WORKLOADS"
 # framework.name -> the module of a workload package that holds that framework's family
 FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+
+
+class Metric(NamedTuple):
+    """A quality metric: the name it is logged under (`eval/<name>`, the report) and `fn(outputs, labels)`,
+    numpy, higher is better; fn may return {name: value, other: value}, the others logged beside it.
+    `fraction`: a value in [0, 1], whose differences the report states in points (x 100)."""
+
+    name: str
+    fn: Callable[[Any, Any], float | dict[str, float]]
+    fraction: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,7 @@ class Workload:
     spec: Callable[[ModelConfig], TaskSpec]
     package: str  # the package of its framework modules: <package>.torch, <package>.tensorflow, ...
     test_only: bool = False  # no conf/ option; built by tests only
+    metrics: Mapping[str, Metric] = field(default_factory=dict)  # TaskSpec.metric kind -> its metric
 
 
 _REGISTERED: dict[str, Workload] = {}
@@ -81,6 +94,20 @@ def model_config_type(task: str) -> type[ModelConfig]:
     """The model-config dataclass of `task` (ModelConfig itself for an unknown task: validate says why)."""
     found = workloads().get(task)
     return found.config if found else ModelConfig
+
+
+def metric(kind: str) -> Metric:
+    """The metric a spec names (`TaskSpec.metric`), from the workload that registered it."""
+    for entry in workloads().values():
+        if kind in entry.metrics:
+            return entry.metrics[kind]
+    known = sorted(k for w in workloads().values() for k in w.metrics)
+    raise KeyError(f"metric {kind!r}: no workload registers it; registered: {known}")
+
+
+def fraction_metrics() -> set[str]:
+    """The names of the registered metrics that are fractions in [0, 1]."""
+    return {m.name for w in workloads().values() for m in w.metrics.values() if m.fraction}
 
 
 def family_module(framework: str, task: str) -> str:

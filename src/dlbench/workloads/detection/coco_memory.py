@@ -114,7 +114,7 @@ def hflip(images: np.ndarray, boxes: list[np.ndarray], flip: np.ndarray) -> tupl
 
 
 class CocoMemorySource(EpochSource):
-    """The bench's source for dataset.format=coco_memory (the interface of data/memory_source.py)."""
+    """The bench's source for dataset.format=coco_memory (the interface of data/epochs.EpochSource)."""
 
     def __init__(self, job: JobConfig, spec: TaskSpec, to_device: Callable[[HostBatch], Batch]) -> None:
         ds, size = job.dataset, job.model.image_size
@@ -186,10 +186,6 @@ def check_memory_set(job: JobConfig) -> dict[str, Any]:
         ds.path = resolve_path(job)  # written back: the worker reads exactly the folder checked here
     except ConfigError as exc:
         raise ConfigError(f"{exc} (or {MAKE_HINT})") from None
-    if job.model.task != "detection":
-        raise ConfigError(
-            f"dataset={ds.name} (format={FORMAT}) is detection data: use it with model=ssd300, not model={job.model.name}"
-        )
     train, val = resolve_split(ds.path, "train"), resolve_split(ds.path, "val")
     classes = len(train.data["categories"])
     if classes >= job.model.num_classes:

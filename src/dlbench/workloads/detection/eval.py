@@ -5,7 +5,7 @@ of the original image, categories by COCO id (the model's labels 1..N are mapped
 sorted category ids, the numbering DALI's COCO reader uses). A model whose scores or boxes are NaN or
 inf has no mAP: NaN is returned, so a diverged run never passes for a result.
 
-`coco_map50` is mode=converge's metric (converge.METRICS "coco_map"): model outputs -> decode + NMS ->
+`coco_map50` is mode=converge's metric (kind "coco_map", registered by the detection package): model outputs -> decode + NMS ->
 COCO results -> pycocotools, against the in-memory set's held-out ground truth (workloads/detection/coco_memory.py).
 """
 
@@ -57,7 +57,7 @@ def to_coco_results(
 def coco_map(gt: dict, results: list[dict]) -> dict[str, float]:
     """{"map": mAP@[.5:.95], "map50": mAP@0.5} of COCO results against the ground truth (a COCO
     instances dict), over the ground truth's images. No detections score 0; non-finite ones NaN."""
-    # imported here: the orchestrator imports this module through converge.METRICS for every run, and
+    # imported here: every process that loads the workloads imports this module (its metric), and
     # only detection accuracy runs need pycocotools (a GPU image without it still runs everything else)
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval

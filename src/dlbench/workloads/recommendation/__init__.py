@@ -1,7 +1,21 @@
 """The recommendation workload: its spec (spec.py), framework-free pieces, data, evaluation, and one family per
-framework (torch.py, tensorflow.py, mxnet.py)."""
+framework (torch.py, tensorflow.py, mxnet.py). It registers the workload, its data formats (formats.py) and
+its quality metric."""
 
+from dlbench.data.registry import register_format
+from dlbench.workloads.recommendation.eval import hit_rate_at_10
+from dlbench.workloads.recommendation.formats import FORMATS
 from dlbench.workloads.recommendation.spec import RecommendationConfig, spec
-from dlbench.workloads.registry import Workload, register
+from dlbench.workloads.registry import Metric, Workload, register
 
-register(Workload("recommendation", RecommendationConfig, spec, __name__))
+register(
+    Workload(
+        "recommendation",
+        RecommendationConfig,
+        spec,
+        __name__,
+        metrics={"hr@10": Metric("hr10", hit_rate_at_10, fraction=True)},
+    )
+)
+for fmt in FORMATS:
+    register_format(fmt)

@@ -5,9 +5,9 @@ Two halves, both numpy only:
   data.validate.check_dataset): it resolves the ratings file, reads it, fills `model.num_users` /
   `model.num_items` from the data when they are null (so the embedding tables have one row per user and
   item that occurs, and MLflow records the sizes), and turns every problem into a one-line ConfigError.
-- `MovieLensSource` runs in the worker (backends.skeleton opens it for dataset.format=ratings, one of
-  config.MEMORY_FORMATS): the leave-one-out split and the batches of each mode (see the class), plus the
-  epoch / evaluation interface mode=converge drives (docs/architecture.md section 3b).
+- `MovieLensSource` runs in the worker (the data format `ratings`, held in memory, opens it:
+  workloads/recommendation/formats.py): the leave-one-out split and the batches of each mode (see the class), plus the
+  epoch / evaluation interface mode=converge drives (docs/architecture.md, "Accuracy").
 """
 
 from __future__ import annotations
@@ -46,17 +46,10 @@ def resolve_movielens_path(job: JobConfig) -> Path:
 def check_movielens(job: JobConfig) -> dict[str, Any]:
     """Check a recommendation job's data; fill model.num_users/num_items from it; return facts to log."""
     ds, model = job.dataset, job.model
-    if model.task != "recommendation":
-        raise ConfigError(
-            f"dataset={ds.name} holds user-item ratings, model={model.name} is a {model.task} model: use "
-            "model=ncf"
-        )
     if ds.name != "movielens":
         raise ConfigError(
             f"model={model.name} reads user-item interactions: use dataset=movielens or synthetic"
         )
-    if job.mode == "data":
-        raise ConfigError("mode=data measures a DALI input pipeline; dataset=movielens has none")
     path = resolve_movielens_path(job)
     try:
         file = find_ratings_file(path)

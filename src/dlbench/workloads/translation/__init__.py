@@ -1,7 +1,15 @@
 """The translation workload: its spec (spec.py), framework-free pieces, data, evaluation, and one family per
-framework (torch.py, tensorflow.py, mxnet.py)."""
+framework (torch.py, tensorflow.py, mxnet.py). It registers the workload, its data formats (formats.py) and
+its quality metric."""
 
-from dlbench.workloads.registry import Workload, register
+from dlbench.data.registry import register_format
+from dlbench.workloads.registry import Metric, Workload, register
+from dlbench.workloads.translation.eval import corpus_bleu
+from dlbench.workloads.translation.formats import FORMATS
 from dlbench.workloads.translation.spec import TranslationConfig, spec
 
-register(Workload("translation", TranslationConfig, spec, __name__))
+register(
+    Workload("translation", TranslationConfig, spec, __name__, metrics={"bleu": Metric("bleu", corpus_bleu)})
+)
+for fmt in FORMATS:
+    register_format(fmt)

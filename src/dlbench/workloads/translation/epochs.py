@@ -1,7 +1,7 @@
 """mode=converge on a parallel corpus: the training pairs epoch after epoch in the run seed's order, and
-the held-out pairs for BLEU (docs/architecture.md §3b, the epoch/eval interface of MemorySource).
+the held-out pairs for BLEU (docs/architecture.md, "Accuracy": the epoch/eval interface of data/epochs.EpochSource).
 
-Framework-free, like data/memory_source.py: the corpus is read and BPE-encoded once with numpy and
+Framework-free, like workloads/classification/memory_source.py: the corpus is read and BPE-encoded once with numpy and
 sentencepiece, every batch is made on the host and handed to the bench's own `to_device`, so the three
 frameworks train on the same batches in the same order for the same seed.
 

@@ -26,7 +26,6 @@ from dlbench.workloads.translation.bpe import BPE, train_bpe
 from dlbench.workloads.translation.parallel_text import APT_INSTALL, CorpusMissing, corpus_files, read_pairs
 from dlbench.workloads.translation.token_batches import Batch, TokenBatches, synthetic_pairs
 
-PARALLEL_TEXT = "parallel_text"
 SYNTHETIC_PAIRS = 4096  # distinct synthetic sentences a run cycles through
 PREPARE = "python scripts/datasets/prepare_translation.py"
 

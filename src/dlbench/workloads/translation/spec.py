@@ -61,7 +61,6 @@ def model_size(cfg: TranslationConfig) -> TransformerSize:
 
 
 def spec(cfg: TranslationConfig) -> TaskSpec:
-    from dlbench.workloads.translation.epochs import TranslationEpochs
     from dlbench.workloads.translation.source import TranslationBatches
 
     def ids(axis: str) -> TensorSpec:
@@ -88,5 +87,4 @@ def spec(cfg: TranslationConfig) -> TaskSpec:
         axes={"src_len": cfg.max_len, "tgt_len": cfg.max_len},
         batches=TranslationBatches,
         infer_unit="generated tokens",
-        memory_source=TranslationEpochs,
     )
