@@ -28,6 +28,7 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
         "dlbench.backends.mxnet._compat",
         "pip install mxnet==1.9.1 numpy==1.26.4",
     ),
+    "jax": ("dlbench.backends.jax", "jax", "pip install -r requirements-jax.txt"),
 }
 
 
