@@ -59,11 +59,16 @@ def run_worker(
     return proc.returncode, events, proc.stderr
 
 
-def run_snippet(script: str, env: dict[str, str], marker: str = "STATS ", timeout: float = 300) -> dict:
-    """Run python code in a subprocess; return the JSON it printed after `marker`."""
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
-    )
+def run_snippet(
+    script: str,
+    env: dict[str, str],
+    marker: str = "STATS ",
+    timeout: float = 300,
+    python: str = sys.executable,
+) -> dict:
+    """Run python code in a subprocess (under `python`, e.g. JAX's own environment); return the JSON it
+    printed after `marker`."""
+    proc = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith(marker))
     return json.loads(line.removeprefix(marker))
