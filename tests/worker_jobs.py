@@ -47,12 +47,12 @@ def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
 
 
 def run_worker(
-    job: JobConfig, path: Path, env: dict[str, str], timeout: float = 300
+    job: JobConfig, path: Path, env: dict[str, str], timeout: float = 300, python: str = sys.executable
 ) -> tuple[int, list[dict], str]:
     """`python -m dlbench.worker` with events on stdout: (exit code, events, stderr)."""
     path.write_text(json.dumps(job.to_dict()))
     proc = subprocess.run(
-        [sys.executable, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
+        [python, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
         capture_output=True, text=True, env=env, timeout=timeout,
     )  # fmt: skip
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 from dlbench.config import FrameworkConfig
 from dlbench.core.names import PROJECT_ROOT
@@ -20,15 +21,23 @@ from dlbench.errors import ConfigError
 OWN_ENVIRONMENTS = {"jax": (".venv-jax", "jax")}
 
 
-def worker_python(framework: FrameworkConfig) -> str:
-    """The interpreter for `framework`'s worker; ConfigError (one line, the fix) when there is none."""
+def worker_python(
+    framework: FrameworkConfig, root: Path = PROJECT_ROOT, importable: bool | None = None
+) -> str:
+    """The interpreter for `framework`'s worker; ConfigError (one line, the fix) when there is none.
+    `root` (the project) and `importable` (whether this interpreter imports the framework; None: look)
+    are for the tests."""
     if framework.python:
         return framework.python
     own = OWN_ENVIRONMENTS.get(framework.name)
-    if own is None or importlib.util.find_spec(own[1]) is not None:
+    if own is None:
         return sys.executable
     venv, package = own
-    python = PROJECT_ROOT / venv / "bin" / "python"
+    if importable is None:
+        importable = importlib.util.find_spec(package) is not None
+    if importable:
+        return sys.executable
+    python = root / venv / "bin" / "python"
     if python.exists():
         return str(python)
     raise ConfigError(
