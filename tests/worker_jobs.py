@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +12,10 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dlbench.config import JobConfig
+from dlbench.backends.base import BACKENDS
+from dlbench.backends.interpreter import worker_python
+from dlbench.config import FRAMEWORK_CONFIGS, JobConfig
+from dlbench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -27,6 +31,20 @@ def worker_env(**threads: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(ROOT), env.get("PYTHONPATH")]))
     env.update(threads)
     return env
+
+
+def framework_pythons(frameworks) -> dict[str, str]:
+    """framework -> the interpreter its worker runs under, for those that can run here (JAX: its own
+    environment, .venv-jax, unless this interpreter imports jax)."""
+    found = {}
+    for fw in frameworks:
+        try:
+            python = worker_python(FRAMEWORK_CONFIGS[fw]())
+        except ConfigError:
+            continue
+        if python != sys.executable or importlib.util.find_spec(BACKENDS[fw][1]) is not None:
+            found[fw] = python
+    return found
 
 
 def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:

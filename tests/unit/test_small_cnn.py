@@ -9,19 +9,14 @@ subprocess first builds its network from another seed, so equal logits prove tha
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from dlbench.backends.interpreter import worker_python
-from dlbench.config import FRAMEWORK_CONFIGS
 from dlbench.data.seeds import stream
-from dlbench.errors import ConfigError
 from dlbench.workloads.classification.small_cnn_plan import SmallCnnSizes, check_weights, initial_weights
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, worker_env
 
 FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
 SIZES = (28, 8)  # Fashion-MNIST and digits
@@ -104,26 +99,13 @@ SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET, "jax": JAX}
 THREADS = {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
 
-def interpreters() -> dict[str, str]:
-    """framework -> the interpreter its worker runs under, for those installed (JAX: its own environment)."""
-    found = {}
-    for fw, package in FRAMEWORKS.items():
-        try:
-            python = worker_python(FRAMEWORK_CONFIGS[fw]())
-        except ConfigError:
-            continue
-        if python != sys.executable or importlib.util.find_spec(package) is not None:
-            found[fw] = python
-    return found
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     tmp = tmp_path_factory.mktemp("small_cnn")
     weights, images = tmp / "weights.npz", tmp / "images.npy"
     np.savez(weights, **initial_weights(SmallCnnSizes(), SEED))
     np.save(images, stream(0, "order").standard_normal((6, 28, 28)).astype(np.float32))
-    pythons = interpreters()
+    pythons = framework_pythons(FRAMEWORKS)
     installed = list(pythons)
     env = worker_env(
         **THREADS, SMALL_CNN_WEIGHTS=str(weights), SMALL_CNN_IMAGES=str(images), SMALL_CNN_SEED=str(SEED)

@@ -109,7 +109,9 @@ class JaxBench(SpecBench):
     # ---- the step ------------------------------------------------------------------------------
     def _train_step(self, carry: tuple, inputs: tuple, targets: tuple) -> tuple[tuple, jax.Array]:
         variables, opt_state, scale, key = carry
-        key, dropout = jax.random.split(key)
+        key, dropout, negatives = jax.random.split(key, 3)
+        if self.device_negatives:  # drawn inside the compiled step, from JAX's PRNG
+            inputs, targets = self.family.add_negatives(inputs, self.spec, negatives)
         params = variables["params"]
         state = {k: v for k, v in variables.items() if k != "params"}
 
