@@ -149,3 +149,13 @@ def test_the_interpreter_is_configured_or_found_or_named_in_one_line(tmp_path: P
     assert worker_python(JaxConfig(), root=tmp_path, importable=False) == str(
         tmp_path / ".venv-jax" / "bin" / "python"
     )
+
+
+def test_dali_fed_jobs_say_not_yet_in_one_line(tmp_path: Path) -> None:
+    job = tiny_job("jax", {"mode": "train", "precision": PrecisionConfig()})
+    job.dataset.name, job.dataset.format, job.dataset.path = "imagenet", "folder", str(tmp_path)
+    rc, events, _ = run_worker(job, tmp_path / "job.json", worker_env(OMP_NUM_THREADS="1"), python=PYTHON)
+    error = next(e for e in events if e["event"] == "error")
+    assert rc == 3 and error["kind"] == "config"
+    assert error["message"].startswith("framework=jax dataset=imagenet: DALI-fed JAX runs are not built yet")
+    assert "\n" not in error["message"]
