@@ -31,7 +31,7 @@ def versions() -> dict[str, str]:
     dev = jax.devices()[0]
     if dev.platform == "gpu":
         out["gpu"] = dev.device_kind
-        out["cuda"] = str(getattr(dev.client, "platform_version", "unknown"))
+        out["cuda"] = str(getattr(getattr(dev, "client", None), "platform_version", "unknown"))
     return out
 
 
