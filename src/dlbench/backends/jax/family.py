@@ -30,11 +30,6 @@ class Network:
     def params(self) -> Any:
         return self.variables["params"]
 
-    @property
-    def state(self) -> dict[str, Any]:
-        """The variables a training step updates besides the parameters (e.g. batch statistics)."""
-        return {k: v for k, v in self.variables.items() if k != "params"}
-
 
 class JaxFamily:
     """One workload in JAX. `build_model` is required; every other method has the default a classifier
