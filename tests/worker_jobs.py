@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +12,10 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dlbench.config import JobConfig
+from dlbench.backends.base import BACKENDS
+from dlbench.backends.interpreter import worker_python
+from dlbench.config import FRAMEWORK_CONFIGS, JobConfig
+from dlbench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -27,6 +31,20 @@ def worker_env(**threads: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(ROOT), env.get("PYTHONPATH")]))
     env.update(threads)
     return env
+
+
+def framework_pythons(frameworks) -> dict[str, str]:
+    """framework -> the interpreter its worker runs under, for those that can run here (JAX: its own
+    environment, .venv-jax, unless this interpreter imports jax)."""
+    found = {}
+    for fw in frameworks:
+        try:
+            python = worker_python(FRAMEWORK_CONFIGS[fw]())
+        except ConfigError:
+            continue
+        if python != sys.executable or importlib.util.find_spec(BACKENDS[fw][1]) is not None:
+            found[fw] = python
+    return found
 
 
 def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
@@ -47,23 +65,28 @@ def tiny_job(framework: str, spec: dict, depth: int = 8) -> JobConfig:
 
 
 def run_worker(
-    job: JobConfig, path: Path, env: dict[str, str], timeout: float = 300
+    job: JobConfig, path: Path, env: dict[str, str], timeout: float = 300, python: str = sys.executable
 ) -> tuple[int, list[dict], str]:
     """`python -m dlbench.worker` with events on stdout: (exit code, events, stderr)."""
     path.write_text(json.dumps(job.to_dict()))
     proc = subprocess.run(
-        [sys.executable, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
+        [python, "-m", "dlbench.worker", "--job", str(path), "--events-fd", "1"],
         capture_output=True, text=True, env=env, timeout=timeout,
     )  # fmt: skip
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return proc.returncode, events, proc.stderr
 
 
-def run_snippet(script: str, env: dict[str, str], marker: str = "STATS ", timeout: float = 300) -> dict:
-    """Run python code in a subprocess; return the JSON it printed after `marker`."""
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
-    )
+def run_snippet(
+    script: str,
+    env: dict[str, str],
+    marker: str = "STATS ",
+    timeout: float = 300,
+    python: str = sys.executable,
+) -> dict:
+    """Run python code in a subprocess (under `python`, e.g. JAX's own environment); return the JSON it
+    printed after `marker`."""
+    proc = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith(marker))
     return json.loads(line.removeprefix(marker))

@@ -2,6 +2,7 @@
 # Create (or reuse) the project's virtual environment with every pinned dependency.
 # Usage: scripts/setup/setup_env.sh [VENV_DIR]   (default .venv; DLBENCH_VENV overrides)
 # Idempotent: a stamp file records the hash of the requirement files, so a second call is instant.
+# Then the JAX worker's own environment (scripts/setup/setup_jax_env.sh, its own stamp): JAX needs numpy >= 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv="${1:-${DLBENCH_VENV:-.venv}}"
@@ -11,7 +12,7 @@ stamp="$venv/.dlbench-requirements"
 want=$(cat requirements.txt requirements-dev.txt scripts/setup/setup_env.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $venv is up to date"
-  exit 0
+  exec scripts/setup/setup_jax_env.sh
 fi
 echo "setup: installing pinned dependencies into $venv (first time: a few minutes, several GB)"
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
@@ -25,3 +26,4 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 "${pip[@]}" install -q --no-deps -e .
 echo "$want" > "$stamp"
 echo "setup: done ($venv)"
+exec scripts/setup/setup_jax_env.sh

@@ -17,7 +17,7 @@ from dlbench.core.execution import EXECUTIONS
 from dlbench.core.spec import ModelConfig
 from dlbench.errors import ConfigError
 
-FRAMEWORKS = ("torch", "tf", "mxnet")
+FRAMEWORKS = ("torch", "tf", "mxnet", "jax")
 MODES = ("train", "infer", "data", "converge")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -57,11 +57,19 @@ class MXNetConfig(FrameworkConfig):
     hybridize: bool = True  # hybridize the Gluon block
 
 
+@dataclass
+class JaxConfig(FrameworkConfig):
+    name: str = "jax"
+    jit: bool = True  # jax.jit-compile the train/infer step (false: op-by-op dispatch)
+    donate: bool = True  # donate the step's parameter and optimizer buffers to its outputs (jit only)
+
+
 # framework.name -> its schema (conf/framework/<name>.yaml uses `<name>_schema`)
 FRAMEWORK_CONFIGS: dict[str, type[FrameworkConfig]] = {
     "torch": TorchConfig,
     "tf": TFConfig,
     "mxnet": MXNetConfig,
+    "jax": JaxConfig,
 }
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from dlbench import events
 from dlbench.backends import capability
+from dlbench.backends.interpreter import worker_python
 from dlbench.backends.threads import thread_env
 from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution
@@ -66,6 +66,7 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
             return not_run(job, ctx, can.reason, tally)
         data_facts = check_dataset(job)  # fills dataset.path from $dataset.path_env
         check_gpu_free(job)
+        worker_python(job.framework)  # an interpreter for the framework: one line if there is none
     except ConfigError as exc:
         log.error("%s: config error: %s", ctx.label, exc)
         tally.add(ctx.label, "FAILED", job.fail_fast)
@@ -197,8 +198,9 @@ class JobRunner:
             self.progress = Progress(label, 0, s.epochs, 1)
         else:
             self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
-        python = self.job.framework.python or sys.executable
-        worker = Worker(python, self._write_job(), self.dir / "worker.log", self.thread_env)
+        worker = Worker(
+            worker_python(self.job.framework), self._write_job(), self.dir / "worker.log", self.thread_env
+        )
         try:
             pid = worker.start()
             for reader in self.sampler.readers if self.sampler else ():

@@ -5,16 +5,15 @@ every framework (same initial weights, same batches in the same order)."""
 
 from __future__ import annotations
 
-import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from dlbench.config import JobConfig
-from tests.worker_jobs import run_worker, worker_env
+from tests.worker_jobs import framework_pythons, run_worker, worker_env
 
-FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
 AMP = {"name": "amp", "autocast": True, "dtype": "float16", "cpu_dtype": "bfloat16", "loss_scale": "dynamic"}
 THREADS = {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
@@ -42,13 +41,17 @@ def converge_job(framework: str, precision: dict | None = None) -> JobConfig:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, list[dict], str]]:
     tmp = tmp_path_factory.mktemp("converge")
-    jobs = {fw: converge_job(fw) for fw, pkg in FRAMEWORKS.items() if importlib.util.find_spec(pkg)}
+    pythons = framework_pythons(FRAMEWORKS)  # JAX's worker has its own environment
+    jobs = {fw: converge_job(fw) for fw in pythons}
     if "torch" in jobs:
         jobs["torch-amp"] = converge_job("torch", AMP)
     env = worker_env(**THREADS)
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
-            name: pool.submit(run_worker, job, Path(tmp / f"{name}.json"), env) for name, job in jobs.items()
+            name: pool.submit(
+                run_worker, job, Path(tmp / f"{name}.json"), env, python=pythons[job.framework.name]
+            )
+            for name, job in jobs.items()
         }
         return {name: f.result() for name, f in futures.items()}
 

@@ -20,20 +20,22 @@ def test_each_framework_knob_names_a_mode_from_config_or_mlflow_params():
     assert execution("tf", {"xla": "False"}) == "graph"
     assert execution("tf", {"xla": True}) == "xla"
     assert execution("mxnet", {}) == "hybridized" and execution("mxnet", {"hybridize": "False"}) == "eager"
+    assert execution("jax", {"jit": "True"}) == "jit" and execution("jax", {"jit": False}) == "eager"
     assert [execution_class(m) for m in ("eager", "graph", "hybridized")] == [UNCOMPILED] * 3
-    assert [execution_class(m) for m in ("xla", "torch.compile(default)")] == [COMPILED] * 2
+    assert [execution_class(m) for m in ("xla", "torch.compile(default)", "jit")] == [COMPILED] * 3
 
 
-@pytest.mark.parametrize(("framework", "knob"), [("torch", "compile"), ("tf", "xla")])
+@pytest.mark.parametrize(("framework", "knob"), [("torch", "compile"), ("tf", "xla"), ("jax", "jit")])
 def test_execution_sets_the_compile_knob_and_null_leaves_it(compose, framework, knob):
     for chosen, want in (("compiled", True), ("eager", False)):
         job = JobConfig.from_dict(compose([f"framework={framework}", f"execution={chosen}"]))
         validate(job)
         apply_execution(job.framework, job.execution)
         assert getattr(job.framework, knob) is want
-    job = JobConfig.from_dict(compose([f"framework={framework}", f"framework.{knob}=true"]))
+    default = getattr(JobConfig.from_dict(compose([f"framework={framework}"])).framework, knob)
+    job = JobConfig.from_dict(compose([f"framework={framework}", f"framework.{knob}={not default}"]))
     apply_execution(job.framework, job.execution)
-    assert getattr(job.framework, knob) is True  # execution=null: the framework's own knob stands
+    assert getattr(job.framework, knob) is not default  # execution=null: the framework's own knob stands
 
 
 def test_a_bad_execution_is_one_line_and_mxnet_compiled_is_not_run(compose):

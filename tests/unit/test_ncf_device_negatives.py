@@ -1,7 +1,7 @@
 """NCF's mode=train step draws its negatives on the device, as DLE's training loop does: each framework's
 `add_negatives` turns a batch of positives into positives + 4 random items per positive with 0/1 labels,
 fresh on every call; the synthetic source feeds a pool of distinct positive batches, and a step trains
-on (and counts) positives + negatives. Each framework runs in its own subprocess, the three at once."""
+on (and counts) positives + negatives. Each framework runs in its own subprocess, all at once."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from dlbench.workloads.recommendation.spec import (
     positives_per_step,
     spec,
 )
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, worker_env
 
-FRAMEWORKS = ("torch", "tf", "mxnet")
+FRAMEWORKS = ("torch", "tf", "mxnet", "jax")
+PYTHONS = framework_pythons(FRAMEWORKS)  # JAX's worker has its own environment
 SCRIPTS = Path(__file__).resolve().parents[2] / "yardsticks"
 USERS, ITEMS, NEGATIVES = 50, 1000, 4
 POSITIVES = {"users": [3, 7, 7, 49, 0, 12], "items": [5, 5, 999, 0, 17, 400]}
@@ -47,6 +48,19 @@ ADAPTERS = {
         from dlbench.workloads.recommendation import mxnet as rec
         def tensors(u, i): return mx.nd.array(u, dtype="int32"), mx.nd.array(i, dtype="int32")
         def numpy(x): return x.asnumpy()
+        def traced(fn): return fn
+    """,
+    "jax": """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from dlbench.workloads.recommendation import jax as jax_rec
+        keys = iter(jax.random.split(jax.random.key(0), 4))  # the bench splits a fresh key every step
+        class rec:
+            def add_negatives(inputs, spec):
+                return jax_rec.add_negatives(inputs, spec, next(keys))
+        def tensors(u, i): return jnp.asarray(u, jnp.int32), jnp.asarray(i, jnp.int32)
+        def numpy(x): return np.asarray(x)
         def traced(fn): return fn
     """,
 }
@@ -86,13 +100,13 @@ def _run(framework: str) -> dict:
     script += "".join(f"{k} = {v!r}\n" for k, v in consts.items()) + textwrap.dedent(BODY)
     env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTEROP_THREADS="1", TF_NUM_INTRAOP_THREADS="1",
                      MXNET_CPU_WORKER_NTHREADS="1", TF_CPP_MIN_LOG_LEVEL="3")  # fmt: skip
-    return run_snippet(script, env)
+    return run_snippet(script, env, python=PYTHONS[framework])
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict]:
     with ThreadPoolExecutor(max_workers=len(FRAMEWORKS)) as pool:
-        futures = {fw: pool.submit(_run, fw) for fw in FRAMEWORKS}
+        futures = {fw: pool.submit(_run, fw) for fw in PYTHONS}
         return {fw: f.result() for fw, f in futures.items()}
 
 

@@ -1,4 +1,4 @@
-"""NeuMF is the same network in torch, Keras and Gluon: equal parameters (31,832,577 at MovieLens-20M
+"""NeuMF is the same network in torch, Keras, Gluon and Flax: equal parameters (31,832,577 at MovieLens-20M
 sizes), DLE's initialisation scheme in each, and, given identical weights, identical logits and loss.
 
 Each framework runs in its own subprocess (frameworks never share a process); the three run at once.
@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from dlbench.workloads.recommendation.layout import weight_shapes
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, worker_env
 
-FRAMEWORKS = ("torch", "tf", "mxnet")
+FRAMEWORKS = ("torch", "tf", "mxnet", "jax")
+PYTHONS = framework_pythons(FRAMEWORKS)  # JAX's worker has its own environment
 TINY = {"num_users": 7, "num_items": 11, "factors": 4, "mlp_layers": [8, 6, 4]}
 
 # per framework: import the module as `rec` and make_loss; define build(cfg), count(model),
@@ -76,6 +77,25 @@ ADAPTERS = {
             for p in m.collect_params().values(): p.set_data(p.data() - p.grad())
     """,
 }
+
+ADAPTERS["jax"] = """
+        import jax
+        import jax.numpy as jnp
+        from dlbench.backends.jax.family import Network
+        from dlbench.backends.jax.losses import make_loss
+        from dlbench.workloads.recommendation import jax as rec
+        def build(cfg):
+            module = rec.build_model(cfg)
+            ids = jnp.zeros((1,), jnp.int32)
+            return Network(module, dict(jax.jit(module.init)(jax.random.key(0), ids, ids)))
+        def count(m): return sum(p.size for p in jax.tree.leaves(m.params))
+        def ids(a): return jnp.asarray(a, jnp.int32)
+        def forward(m, u, i): return np.asarray(m.module.apply(m.variables, ids(u), ids(i)))
+        def loss(x, y): return float(LOSS(jnp.asarray(x), jnp.asarray(y)))
+        def sgd_step(m, u, i, y):
+            grads = jax.grad(lambda p: LOSS(m.module.apply({"params": p}, ids(u), ids(i)), jnp.asarray(y)))(m.params)
+            m.variables = {"params": jax.tree.map(lambda p, g: p - g, m.params, grads)}
+"""
 
 BODY = """
     import json
@@ -153,13 +173,13 @@ def _run(framework: str, case_path: Path) -> dict:
     script = textwrap.dedent(ADAPTERS[framework]) + f"CASE = {str(case_path)!r}\nTINY = {TINY!r}\n"
     env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTEROP_THREADS="1", TF_NUM_INTRAOP_THREADS="1",
                      MXNET_CPU_WORKER_NTHREADS="1", TF_CPP_MIN_LOG_LEVEL="3")  # fmt: skip
-    return run_snippet(script + textwrap.dedent(BODY), env)
+    return run_snippet(script + textwrap.dedent(BODY), env, python=PYTHONS[framework])
 
 
 @pytest.fixture(scope="module")
 def results(case) -> dict[str, dict]:
     with ThreadPoolExecutor(max_workers=len(FRAMEWORKS)) as pool:
-        futures = {fw: pool.submit(_run, fw, case["path"]) for fw in FRAMEWORKS}
+        futures = {fw: pool.submit(_run, fw, case["path"]) for fw in PYTHONS}
         return {fw: f.result() for fw, f in futures.items()}
 
 
@@ -214,7 +234,7 @@ def test_identical_weights_give_the_reference_outputs(results, case, framework):
 
 def test_frameworks_agree_with_each_other(results):
     torch_logits = np.array(results["torch"]["logits"])
-    for fw in ("tf", "mxnet"):
+    for fw in [f for f in results if f != "torch"]:
         np.testing.assert_allclose(results[fw]["logits"], torch_logits, rtol=1e-5, atol=1e-5)
         assert results[fw]["loss"] == pytest.approx(results["torch"]["loss"], rel=1e-6)
 
@@ -223,7 +243,7 @@ def test_gradients_agree_across_frameworks(results):
     reference = results["torch"]["grads"]
     assert max(np.abs(g).max() for g in map(np.array, reference.values())) > 1e-3  # something was learned
     assert np.abs(np.array(reference["mf_user.embedding"])).sum() > 0  # embeddings get gradients
-    for fw in ("tf", "mxnet"):
+    for fw in [f for f in results if f != "torch"]:
         assert set(results[fw]["grads"]) == set(reference)
         for name, grad in reference.items():
             np.testing.assert_allclose(results[fw]["grads"][name], grad, atol=2e-6, err_msg=f"{fw} {name}")

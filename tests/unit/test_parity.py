@@ -7,9 +7,20 @@ import sys
 
 import pytest
 
+from dlbench.backends.interpreter import worker_python
+from dlbench.config import JaxConfig
+from dlbench.errors import ConfigError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
+
+
+def _no_jax() -> bool:
+    try:
+        worker_python(JaxConfig())
+    except ConfigError:
+        return True
+    return False
 
 
 def test_parity_script_agrees_across_frameworks():
@@ -19,7 +30,7 @@ def test_parity_script_agrees_across_frameworks():
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     header = res.stdout.splitlines()[0]
-    for fw in ("torch", "tf", "mxnet"):
+    for fw in ("torch", "tf", "mxnet", *(() if _no_jax() else ("jax",))):
         assert f"{fw} params" in header, f"{fw} missing from the parity table:\n{res.stdout}"
     assert "parity: OK" in res.stdout
     assert "25,557,032" in res.stdout and "138,357,544" in res.stdout

@@ -1,4 +1,4 @@
-"""The accuracy mode's small CNN is one network in three frameworks: equal parameters and FLOPs (each
+"""The accuracy mode's small CNN is one network in every framework: equal parameters and FLOPs (each
 counted by the backend's `model_stats`, with the framework's own tools, through the classification
 registry), and, given the same canonical weights, the same logits.
 
@@ -9,7 +9,6 @@ subprocess first builds its network from another seed, so equal logits prove tha
 
 from __future__ import annotations
 
-import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -17,9 +16,9 @@ import pytest
 
 from dlbench.data.seeds import stream
 from dlbench.workloads.classification.small_cnn_plan import SmallCnnSizes, check_weights, initial_weights
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, worker_env
 
-FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+FRAMEWORKS = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
 SIZES = (28, 8)  # Fashion-MNIST and digits
 SEED = 7
 
@@ -72,7 +71,31 @@ out["logits"] = m(mx.nd.array(images[:, None])).asnumpy().tolist()
 out["seeded"] = build_small_cnn(seed=seed)(mx.nd.array(images[:, None])).asnumpy().tolist()
 out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(m).items())
 """
-SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET}
+JAX = """
+import jax
+from dlbench.backends.jax.family import Network
+from dlbench.backends.jax.stats import model_stats
+from dlbench.workloads.classification.jax import ClassificationJax
+from dlbench.workloads.classification.jax_small_cnn import export_weights, load_seed, load_weights
+for size in (28, 8):
+    out[size] = {k: v for k, v in model_stats(cfg(size)).items() if k in ("params", "gflops")}
+
+def built(seed):
+    module = ClassificationJax().build_model(cfg(28), jax.numpy.float32, jax.numpy.float32)
+    net = Network(module)
+    load_seed(net, seed)
+    return net
+
+def logits(net):
+    return np.asarray(net.module.apply(net.variables, images[..., None], train=False)).tolist()
+
+m = built(1)
+load_weights(m, weights)
+out["logits"] = logits(m)
+out["seeded"] = logits(built(seed))
+out["roundtrip"] = all(np.array_equal(v, weights[k]) for k, v in export_weights(m).items())
+"""
+SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET, "jax": JAX}
 THREADS = {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
 
@@ -82,13 +105,15 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     weights, images = tmp / "weights.npz", tmp / "images.npy"
     np.savez(weights, **initial_weights(SmallCnnSizes(), SEED))
     np.save(images, stream(0, "order").standard_normal((6, 28, 28)).astype(np.float32))
-    installed = [fw for fw, pkg in FRAMEWORKS.items() if importlib.util.find_spec(pkg) is not None]
+    pythons = framework_pythons(FRAMEWORKS)
+    installed = list(pythons)
     env = worker_env(
         **THREADS, SMALL_CNN_WEIGHTS=str(weights), SMALL_CNN_IMAGES=str(images), SMALL_CNN_SEED=str(SEED)
     )
 
     def ask(fw: str) -> dict:
-        return run_snippet(COMMON + SNIPPETS[fw] + 'print("STATS " + json.dumps(out))\n', env)
+        script = COMMON + SNIPPETS[fw] + 'print("STATS " + json.dumps(out))\n'
+        return run_snippet(script, env, python=pythons[fw])
 
     with ThreadPoolExecutor(max_workers=len(installed)) as pool:
         found = dict(zip(installed, pool.map(ask, installed), strict=True))

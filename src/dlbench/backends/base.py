@@ -28,6 +28,12 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
         "dlbench.backends.mxnet._compat",
         "pip install mxnet==1.9.1 numpy==1.26.4",
     ),
+    # its own environment (.venv-jax, requirements-jax.txt): numpy >= 2
+    "jax": (
+        "dlbench.backends.jax",
+        "jax",
+        "pip install jax==0.10.2 jaxlib==0.10.2 flax==0.12.8 optax==0.2.8 numpy==2.4.6",
+    ),
 }
 
 

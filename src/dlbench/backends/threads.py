@@ -1,4 +1,4 @@
-"""How many CPU threads a job's framework uses, the same rule for all three.
+"""How many CPU threads a job's framework uses, the same rule for every framework.
 
 `threads=null` means the CPUs in the worker's affinity mask. Each framework's `threads` module says
 what must be in the environment before its import (`env`) and applies/reads back the count after
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 
-PACKAGES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+PACKAGES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
 
 
 def available_cpus() -> int:

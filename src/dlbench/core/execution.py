@@ -1,13 +1,14 @@
 """Execution mode: how a framework runs the step, an axis of every framework comparison.
 
-Frameworks are compared like with like: compiled with compiled (torch.compile, TensorFlow's XLA), eager or
-graph with eager or graph (PyTorch eager, a tf.function without XLA, MXNet imperative or hybridized). A run
-records its mode as the tag `run.execution`; the report keeps the two classes in separate tables and says
-so when a set of runs mixes them.
+Frameworks are compared like with like: compiled with compiled (torch.compile, TensorFlow's XLA, jax.jit),
+eager or graph with eager or graph (PyTorch eager, JAX's op-by-op dispatch, a tf.function without XLA,
+MXNet imperative or hybridized). A run records its mode as the tag `run.execution`; the report keeps the
+two classes in separate tables and says so when a set of runs mixes them.
 
 `execution=eager|compiled` (top-level, default null = each framework's own knobs) is the framework-neutral
-switch a sweep crosses with `framework=`: it sets torch's `framework.compile` and TensorFlow's
-`framework.xla`. MXNet has no whole-graph compiler (its capability check skips `execution=compiled`).
+switch a sweep crosses with `framework=`: it sets torch's `framework.compile`, TensorFlow's `framework.xla`
+and JAX's `framework.jit`. MXNet has no whole-graph compiler (its capability check skips
+`execution=compiled`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 COMPILED, UNCOMPILED = "compiled", "eager/graph"
 EXECUTIONS = (None, "eager", "compiled")
 # framework -> its knob that compiles the step (set by execution=eager|compiled)
-COMPILE_KNOB = {"torch": "compile", "tf": "xla"}
+COMPILE_KNOB = {"torch": "compile", "tf": "xla", "jax": "jit"}
 
 
 def _on(value: Any) -> bool:
@@ -36,6 +37,8 @@ def execution(framework: str, knobs: Mapping[str, Any]) -> str:
         return "xla" if _on(knobs.get("xla")) else "graph"
     if framework == "mxnet":
         return "hybridized" if _on(knobs.get("hybridize", True)) else "eager"
+    if framework == "jax":
+        return "jit" if _on(knobs.get("jit", True)) else "eager"
     return "eager"
 
 

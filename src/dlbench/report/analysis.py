@@ -18,7 +18,7 @@ from dlbench.core.execution import UNCOMPILED, execution_class
 from dlbench.core.names import SPREAD_LIMIT
 from dlbench.report.load import JobRow
 
-FRAMEWORK_ORDER = ("tf", "torch", "mxnet")  # the order of the Synced 2019 article
+FRAMEWORK_ORDER = ("tf", "torch", "mxnet", "jax")  # the order of the Synced 2019 article, then JAX
 PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
 BASELINE = "fp32"
 CONVERGE = "converge"  # the mode that trains to quality; its runs are reported by report/accuracy.py

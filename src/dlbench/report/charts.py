@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from dlbench.report.analysis import BASELINE, Analysis, Group
 from dlbench.report.load import CPU_SERIES, GPU_SERIES, History
 
-FRAMEWORK_COLORS = {"tf": "#ff7f0e", "torch": "#d62728", "mxnet": "#1f77b4"}
+FRAMEWORK_COLORS = {"tf": "#ff7f0e", "torch": "#d62728", "mxnet": "#1f77b4", "jax": "#2ca02c"}
 PRECISION_COLORS = {"fp32": "#4c72b0", "tf32": "#8172b3", "amp": "#dd8452", "bf16": "#55a868"}
 OTHER_COLORS = ("#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
 DPI = 100

@@ -21,7 +21,7 @@ from dlbench.core.spec import ModelConfig, TaskSpec
 
 EXTRA_ENV = "DLBENCH_WORKLOADS"
 # framework.name -> the module of a workload package that holds that framework's family
-FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet"}
+FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
 
 
 class Metric(NamedTuple):

@@ -1,5 +1,5 @@
 """The small CNN of the accuracy mode, described once without a framework: sizes, parameter layout,
-FLOPs and seeded initial weights. Each backend's models/small_cnn.py builds this network from it.
+FLOPs and seeded initial weights. Each backend's <framework>_small_cnn.py builds this network from it.
 
     conv1  3x3, `widths[0]` filters, padding 1, bias -> ReLU -> max-pool 2x2
     conv2  3x3, `widths[1]` filters, padding 1, bias -> ReLU -> max-pool 2x2
@@ -91,6 +91,18 @@ def initial_weights(sizes: SmallCnnSizes, seed: int) -> dict[str, np.ndarray]:
             bound = 1.0 / np.sqrt(np.prod(shape[1:]))
             out[name] = rng.uniform(-bound, bound, size=shape).astype(np.float32)
     return out
+
+
+def fc1_to_nhwc(w: np.ndarray, sizes: SmallCnnSizes) -> np.ndarray:
+    """fc1's canonical (out, C*H*W) weight as an (H*W*C, out) kernel: what an NHWC flatten feeds."""
+    f = sizes.feature_size
+    return w.reshape(sizes.hidden, sizes.widths[1], f, f).transpose(2, 3, 1, 0).reshape(-1, sizes.hidden)
+
+
+def fc1_from_nhwc(k: np.ndarray, sizes: SmallCnnSizes) -> np.ndarray:
+    """The inverse of fc1_to_nhwc: an (H*W*C, out) kernel back to the canonical (out, C*H*W) weight."""
+    f = sizes.feature_size
+    return k.reshape(f, f, sizes.widths[1], sizes.hidden).transpose(3, 2, 0, 1).reshape(sizes.hidden, -1)
 
 
 def check_weights(sizes: SmallCnnSizes, weights: dict[str, np.ndarray]) -> None:

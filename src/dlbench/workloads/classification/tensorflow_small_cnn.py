@@ -17,6 +17,8 @@ from dlbench.workloads.classification.small_cnn_plan import (
     POOL,
     SmallCnnSizes,
     check_weights,
+    fc1_from_nhwc,
+    fc1_to_nhwc,
     initial_weights,
 )
 from dlbench.workloads.classification.tensorflow import _head
@@ -54,16 +56,6 @@ def build_small_cnn(
     return model
 
 
-def _fc1_to_keras(w: np.ndarray, sizes: SmallCnnSizes) -> np.ndarray:
-    f = sizes.feature_size
-    return w.reshape(sizes.hidden, sizes.widths[1], f, f).transpose(2, 3, 1, 0).reshape(-1, sizes.hidden)
-
-
-def _fc1_from_keras(k: np.ndarray, sizes: SmallCnnSizes) -> np.ndarray:
-    f = sizes.feature_size
-    return k.reshape(f, f, sizes.widths[1], sizes.hidden).transpose(3, 2, 0, 1).reshape(sizes.hidden, -1)
-
-
 def load_seed(model: keras.Model, seed: int) -> bool:
     """Replace the weights with the seed's framework-neutral initial weights (always possible: True)."""
     load_weights(model, initial_weights(model.small_cnn_sizes, seed))
@@ -79,7 +71,7 @@ def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
         if layer.startswith("conv"):
             kernel = w.transpose(2, 3, 1, 0)
         else:
-            kernel = _fc1_to_keras(w, sizes) if layer == "fc1" else w.T
+            kernel = fc1_to_nhwc(w, sizes) if layer == "fc1" else w.T
         model.get_layer(keras_name).set_weights([kernel, b])
 
 
@@ -92,6 +84,6 @@ def export_weights(model: keras.Model) -> dict[str, np.ndarray]:
         if layer.startswith("conv"):
             w = kernel.transpose(3, 2, 0, 1)
         else:
-            w = _fc1_from_keras(kernel, sizes) if layer == "fc1" else kernel.T
+            w = fc1_from_nhwc(kernel, sizes) if layer == "fc1" else kernel.T
         out[f"{layer}.weight"], out[f"{layer}.bias"] = np.ascontiguousarray(w), bias
     return out
