@@ -42,6 +42,13 @@ class Workload:
     package: str  # the package of its framework modules: <package>.torch, <package>.tensorflow, ...
     test_only: bool = False  # no conf/ option; built by tests only
     metrics: Mapping[str, Metric] = field(default_factory=dict)  # TaskSpec.metric kind -> its metric
+    # the keys of the family's smallest config (a few milliseconds a step on a CPU): the contract test
+    # (tests/unit/test_task_contract.py) drives every registered workload with it, in every framework
+    smallest: Mapping[str, Any] = field(default_factory=dict)
+
+    def smallest_config(self) -> ModelConfig:
+        """`config(**smallest)`: the configuration the contract test runs."""
+        return self.config(**self.smallest)
 
 
 _REGISTERED: dict[str, Workload] = {}

@@ -8,6 +8,15 @@ from dlbench.workloads.registry import Workload, register
 from tests.workloads.mlp.formats import FORMATS
 from tests.workloads.mlp.spec import MLPConfig, spec
 
-register(Workload("test_mlp", MLPConfig, spec, __name__, test_only=True))
+register(
+    Workload(
+        "test_mlp",
+        MLPConfig,
+        spec,
+        __name__,
+        test_only=True,
+        smallest={"features": 16, "hidden": 32, "batch_size": 8},
+    )
+)
 for fmt in FORMATS:
     register_format(fmt)

@@ -15,6 +15,7 @@ register(
         spec,
         __name__,
         metrics={"top1": Metric("accuracy", top1_accuracy, fraction=True)},
+        smallest={"name": "resnet_cifar", "depth": 8, "image_size": 32, "num_classes": 10, "batch_size": 2},
     )
 )
 for fmt in FORMATS:

@@ -15,6 +15,7 @@ register(
         spec,
         __name__,
         metrics={"coco_map": Metric("map50", coco_map50, fraction=True)},
+        smallest={"image_size": 32, "batch_size": 2},  # SSD300's layers, 108 default boxes
     )
 )
 for fmt in FORMATS:

@@ -15,6 +15,7 @@ register(
         spec,
         __name__,
         metrics={"hr@10": Metric("hr10", hit_rate_at_10, fraction=True)},
+        smallest={"num_users": 16, "num_items": 24, "factors": 8, "mlp_layers": [16, 8], "batch_size": 10},
     )
 )
 for fmt in FORMATS:

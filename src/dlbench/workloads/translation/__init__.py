@@ -9,7 +9,22 @@ from dlbench.workloads.translation.formats import FORMATS
 from dlbench.workloads.translation.spec import TranslationConfig, spec
 
 register(
-    Workload("translation", TranslationConfig, spec, __name__, metrics={"bleu": Metric("bleu", corpus_bleu)})
+    Workload(
+        "translation",
+        TranslationConfig,
+        spec,
+        __name__,
+        metrics={"bleu": Metric("bleu", corpus_bleu)},
+        smallest={
+            "size": "tiny",
+            "vocab": 64,
+            "batch_tokens": 0,
+            "batch_size": 2,
+            "lengths": "fixed",
+            "max_len": 8,
+            "dropout": 0.1,
+        },  # fmt: skip
+    )
 )
 for fmt in FORMATS:
     register_format(fmt)
