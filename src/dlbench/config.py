@@ -92,6 +92,7 @@ class DataConfig:
     shard_id: int = 0
     num_shards: int = 1
     skip_corrupt: bool = False  # true: skip and count undecodable images instead of failing
+    skip_bad_boxes: bool = False  # COCO: true leaves out (and counts) boxes that cannot train, else one line
     seed: int = 42
     hflip: bool = False  # in-memory datasets: mirror each image left-right with probability 1/2 (seeded)
 

@@ -145,7 +145,7 @@ def _check_coco(job: JobConfig) -> dict[str, Any]:
             f"dataset={ds.name} (format={ds.format}) with model={job.model.name}: COCO-layout data is for "
             "detection models (model=ssd300) and detection reads dataset.format=coco (e.g. dataset=coco2017)"
         )
-    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train")
+    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train", job.data.skip_bad_boxes)
     classes = len(split.data["categories"])
     if classes >= job.model.num_classes:
         raise ConfigError(
@@ -163,6 +163,7 @@ def _check_coco(job: JobConfig) -> dict[str, Any]:
         "dataset.split": split.name,
         "dataset.found_samples": images,
         "dataset.found_classes": classes,
+        "dataset.skipped_boxes": split.skipped_boxes,
     }
 
 
