@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.family import MXNetFamily
 from dlbench.workloads.classification import mxnet_small_cnn as small_cnn
@@ -236,3 +238,14 @@ class ClassificationMXNet(MXNetFamily):
     build_model = staticmethod(build_model)
     initialize = staticmethod(initialize)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, net: Any) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        if isinstance(net, small_cnn.SmallCnn):
+            return small_cnn.export_weights(net)
+        return super().export_weights(net)
+
+    def load_weights(self, net: Any, weights: dict[str, np.ndarray]) -> None:
+        if isinstance(net, small_cnn.SmallCnn):
+            return small_cnn.load_weights(net, weights)
+        return super().load_weights(net, weights)

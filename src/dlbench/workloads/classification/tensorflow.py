@@ -231,3 +231,18 @@ class ClassificationTF(TFFamily):
 
     build_model = staticmethod(build_model)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, model: keras.Model) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN (its model carries small_cnn_sizes); the others have none yet."""
+        if hasattr(model, "small_cnn_sizes"):
+            from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
+
+            return small_cnn.export_weights(model)
+        return super().export_weights(model)
+
+    def load_weights(self, model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+        if hasattr(model, "small_cnn_sizes"):
+            from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
+
+            return small_cnn.load_weights(model, weights)
+        return super().load_weights(model, weights)

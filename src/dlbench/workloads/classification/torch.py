@@ -8,6 +8,7 @@ with zero-padded channels where the shape changes (the paper's option A).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
@@ -92,3 +93,14 @@ class ClassificationTorch(TorchFamily):
 
     build_model = staticmethod(build_model)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, model: nn.Module) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        if isinstance(model, small_cnn.SmallCnn):
+            return small_cnn.export_weights(model)
+        return super().export_weights(model)
+
+    def load_weights(self, model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+        if isinstance(model, small_cnn.SmallCnn):
+            return small_cnn.load_weights(model, weights)
+        return super().load_weights(model, weights)

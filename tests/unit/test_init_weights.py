@@ -1,0 +1,81 @@
+"""model.init_weights: every framework starts from one file of framework-neutral weights, so the first
+step's loss on the same batch (the spec's numpy synthetic batch, seed 0 everywhere) is the same in torch,
+TensorFlow and MXNet. Real workers, one subprocess per framework, on the CPU."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlbench.config import JobConfig
+from dlbench.workloads.classification.small_cnn_plan import SmallCnnSizes, initial_weights
+from tests.worker_jobs import run_worker, worker_env
+
+FRAMEWORKS = ("torch", "tf", "mxnet")
+SIZES = SmallCnnSizes(image_size=8, channels=1, num_classes=10)
+ENV = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+
+
+def _job(framework: str, init: Path | None, model: str = "small_cnn") -> JobConfig:
+    sizes = {"image_size": 8, "channels": 1, "num_classes": 10} if model == "small_cnn" else {"depth": 8}
+    job = JobConfig.from_dict(
+        {
+            "framework": {"name": framework},
+            "model": {"name": model, "task": "classification", **sizes, "init_weights": init and str(init)},
+        }
+    )
+    s = job.schedule
+    s.batch_size, s.warmup_steps, s.steps_per_window, s.windows = 4, 0, 1, 1
+    job.mode, job.device, job.threads = "train", "cpu", 1
+    return job
+
+
+def _first_losses(tmp: Path, init: Path | None) -> dict[str, float]:
+    def one(fw: str) -> float:
+        rc, events, err = run_worker(_job(fw, init), tmp / f"{fw}-{init is not None}.json", ENV)
+        assert rc == 0, err[-3000:]
+        (window,) = [e for e in events if e.get("event") == "window"]
+        return float(window["loss"])
+
+    with ThreadPoolExecutor(max_workers=len(FRAMEWORKS)) as pool:
+        return dict(zip(FRAMEWORKS, pool.map(one, FRAMEWORKS), strict=True))
+
+
+@pytest.fixture(scope="module")
+def weights_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("init") / "small_cnn.npz"
+    weights = initial_weights(SIZES, seed=7)
+    weights = {k: v + np.float32(0.01) if k.endswith(".bias") else v for k, v in weights.items()}  # not zero
+    np.savez(path, **weights)
+    return path
+
+
+def test_one_step_from_the_same_weights_gives_the_same_loss_everywhere(weights_file, tmp_path):
+    loaded = _first_losses(tmp_path, weights_file)
+    for fw in FRAMEWORKS[1:]:
+        assert loaded[fw] == pytest.approx(loaded["torch"], rel=1e-4), loaded
+    default = _first_losses(tmp_path, None)  # the seed-0 weights every framework builds by itself
+    assert abs(default["torch"] - loaded["torch"]) > 1e-3  # the file, not the default, was used
+
+
+def test_a_model_without_an_exchange_or_a_bad_file_is_one_line(weights_file, tmp_path):
+    rc, events, err = run_worker(_job("torch", weights_file, "resnet_cifar"), tmp_path / "cifar.json", ENV)
+    failed = [e for e in events if e.get("event") == "failed" or "message" in e]
+    text = " ".join(str(e.get("message", "")) for e in failed) + err
+    assert rc != 0 and "has no framework-neutral weight exchange in torch yet" in text
+    bad = tmp_path / "wrong.npz"
+    np.savez(bad, nothing=np.zeros(3, np.float32))
+    rc, events, err = run_worker(_job("tf", bad), tmp_path / "bad.json", ENV)
+    text = " ".join(str(e.get("message", "")) for e in events) + err
+    assert rc != 0 and f"model.init_weights={bad}: cannot load it" in text
+
+
+def test_a_missing_file_is_refused_before_a_worker_starts(tmp_path):
+    from dlbench.config import validate
+    from dlbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="model.init_weights=.*: no such file"):
+        validate(_job("torch", tmp_path / "absent.npz"))
