@@ -16,6 +16,7 @@ import numpy as np
 from keras import layers, ops
 
 from dlbench.backends.tensorflow.family import TFFamily
+from dlbench.workloads.classification import exchange
 from dlbench.workloads.classification.spec import ClassificationConfig
 
 BN_EPS = 1e-5  # torch BatchNorm2d default
@@ -226,6 +227,47 @@ def load_seeded_weights(model: keras.Model, spec: ClassificationConfig, seed: in
     return small_cnn.load_seed(model, seed)
 
 
+_KINDS = ((layers.Conv2D, "conv"), (layers.BatchNormalization, "bn"), (layers.Dense, "dense"))
+
+
+def _ordered(model: keras.Model) -> list[tuple[str, layers.Layer]]:
+    """(kind, layer) of the weighted layers in creation order (= execution order for resnet_cifar)."""
+    return [(kind, lay) for lay in model.layers for cls, kind in _KINDS if isinstance(lay, cls)]
+
+
+def _variables(kind: str, lay: layers.Layer) -> dict[str, tuple]:
+    """param -> (variable, numpy from neutral layout, numpy to neutral layout)."""
+    same = (lambda a: a, lambda a: a)
+    if kind == "bn":
+        return {p: (getattr(lay, v), *same) for p, v in zip(exchange.PARAMS["bn"], ("gamma", "beta", "moving_mean", "moving_variance"), strict=True)}  # fmt: skip
+    if kind == "conv":  # Keras HWIO <-> OIHW
+        return {"weight": (lay.kernel, lambda a: a.transpose(2, 3, 1, 0), lambda a: a.transpose(3, 2, 0, 1))}
+    out = {"weight": (lay.kernel, lambda a: a.T, lambda a: a.T)}  # dense (in, out) <-> (out, in)
+    return out | ({"bias": (lay.bias, *same)} if lay.use_bias else {})
+
+
+def _is_cifar(model: keras.Model) -> bool:
+    return model.name.startswith("resnet") and model.name.endswith("_cifar")
+
+
+def export_cifar(model: keras.Model) -> dict[str, np.ndarray]:
+    """The CIFAR ResNet's weights under exchange.py's neutral names."""
+    return {
+        exchange.name(i, kind, p): np.asarray(to_neutral(np.asarray(var.numpy(), np.float32))).copy()
+        for i, (kind, lay) in enumerate(_ordered(model))
+        for p, (var, _, to_neutral) in _variables(kind, lay).items()
+    }
+
+
+def load_cifar(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_cifar(model).items()}, weights)
+    for i, (kind, lay) in enumerate(_ordered(model)):
+        for p, (var, from_neutral, _) in _variables(kind, lay).items():
+            var.assign(
+                np.ascontiguousarray(from_neutral(weights[exchange.name(i, kind, p)])).astype(var.dtype)
+            )
+
+
 class ClassificationTF(TFFamily):
     """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in TensorFlow."""
 
@@ -238,6 +280,8 @@ class ClassificationTF(TFFamily):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.export_weights(model)
+        if _is_cifar(model):
+            return export_cifar(model)
         return super().export_weights(model)
 
     def load_weights(self, model: keras.Model, weights: dict[str, np.ndarray]) -> None:
@@ -245,4 +289,6 @@ class ClassificationTF(TFFamily):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.load_weights(model, weights)
+        if _is_cifar(model):
+            return load_cifar(model, weights)
         return super().load_weights(model, weights)
