@@ -1,8 +1,9 @@
-"""Framework-neutral weights of the CIFAR ResNet, by layer order (numpy only).
+"""Framework-neutral weights of the ResNets (CIFAR and ResNet-50), by layer order (numpy only).
 
-The three frameworks build the network's weighted layers in the same order (stem conv, BN, then per block
-conv1, bn1, conv2, bn2, then the classifier; option A shortcuts have no weights), so a layer is named by
-its position and kind: "007.conv.weight" (O, I, H, W), "008.bn.gamma|beta|mean|var", "019.dense.weight"
+The three frameworks define the networks' weighted layers in one order (stem conv, BN, then per block
+conv1, bn1, conv2, bn2[, conv3, bn3], then ResNet-50's projection shortcut conv + BN, which Keras creates
+first and its exporter moves; the CIFAR ResNet's option A shortcuts have no weights; then the classifier),
+so a layer is named by its position and kind: "007.conv.weight" (O, I, H, W), "008.bn.gamma|beta|mean|var", "019.dense.weight"
 (out, in) and ".bias". Each framework converts its own layout (Keras: HWIO kernels, (in, out) dense).
 """
 

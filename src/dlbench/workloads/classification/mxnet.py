@@ -255,8 +255,8 @@ def _params(kind: str, layer: Any) -> dict[str, Any]:
     return {p: getattr(layer, m) for p, m in zip(exchange.PARAMS[kind], mx_names, strict=False)}
 
 
-def export_cifar(net: CifarResNet) -> dict[str, np.ndarray]:
-    """The CIFAR ResNet's weights under exchange.py's neutral names."""
+def export_resnet(net: Any) -> dict[str, np.ndarray]:
+    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
     return {
         exchange.name(i, kind, p): param.data().asnumpy().astype(np.float32)
         for i, (kind, layer) in enumerate(_ordered(net))
@@ -264,8 +264,8 @@ def export_cifar(net: CifarResNet) -> dict[str, np.ndarray]:
     }
 
 
-def load_cifar(net: CifarResNet, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_cifar(net).items()}, weights)
+def load_resnet(net: Any, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(net).items()}, weights)
     for i, (kind, layer) in enumerate(_ordered(net)):
         for p, param in _params(kind, layer).items():
             param.set_data(mx.nd.array(weights[exchange.name(i, kind, p)], dtype=param.dtype))
@@ -282,13 +282,13 @@ class ClassificationMXNet(MXNetFamily):
         """Neutral names for the small CNN; the other classifiers have no exchange yet."""
         if isinstance(net, small_cnn.SmallCnn):
             return small_cnn.export_weights(net)
-        if isinstance(net, CifarResNet):
-            return export_cifar(net)
+        if isinstance(net, (CifarResNet, ResNet50V15)):
+            return export_resnet(net)
         return super().export_weights(net)
 
     def load_weights(self, net: Any, weights: dict[str, np.ndarray]) -> None:
         if isinstance(net, small_cnn.SmallCnn):
             return small_cnn.load_weights(net, weights)
-        if isinstance(net, CifarResNet):
-            return load_cifar(net, weights)
+        if isinstance(net, (CifarResNet, ResNet50V15)):
+            return load_resnet(net, weights)
         return super().load_weights(net, weights)

@@ -231,8 +231,19 @@ _KINDS = ((layers.Conv2D, "conv"), (layers.BatchNormalization, "bn"), (layers.De
 
 
 def _ordered(model: keras.Model) -> list[tuple[str, layers.Layer]]:
-    """(kind, layer) of the weighted layers in creation order (= execution order for resnet_cifar)."""
-    return [(kind, lay) for lay in model.layers for cls, kind in _KINDS if isinstance(lay, cls)]
+    """(kind, layer) of the weighted layers in the order torch and MXNet define them: creation order,
+    except that a ResNet-50 block's shortcut (made first here) comes after the block's bn3 there."""
+    weighted = [(k, lay) for lay in model.layers for cls, k in _KINDS if isinstance(lay, cls)]
+    by_name = {lay.name: (k, lay) for k, lay in weighted}
+    out = []
+    for kind, lay in weighted:
+        if "_down_" in lay.name:
+            continue
+        out.append((kind, lay))
+        if lay.name.endswith("_bn3"):
+            block = lay.name.removesuffix("_bn3")
+            out += [by_name[n] for n in (f"{block}_down_conv", f"{block}_down_bn") if n in by_name]
+    return out
 
 
 def _variables(kind: str, lay: layers.Layer) -> dict[str, tuple]:
@@ -246,11 +257,12 @@ def _variables(kind: str, lay: layers.Layer) -> dict[str, tuple]:
     return out | ({"bias": (lay.bias, *same)} if lay.use_bias else {})
 
 
-def _is_cifar(model: keras.Model) -> bool:
-    return model.name.startswith("resnet") and model.name.endswith("_cifar")
+def _is_resnet(model: keras.Model) -> bool:
+    """The ResNets (CIFAR and ResNet-50): exchange.py's order holds for them."""
+    return model.name == "resnet50" or (model.name.startswith("resnet") and model.name.endswith("_cifar"))
 
 
-def export_cifar(model: keras.Model) -> dict[str, np.ndarray]:
+def export_resnet(model: keras.Model) -> dict[str, np.ndarray]:
     """The CIFAR ResNet's weights under exchange.py's neutral names."""
     return {
         exchange.name(i, kind, p): np.asarray(to_neutral(np.asarray(var.numpy(), np.float32))).copy()
@@ -259,8 +271,8 @@ def export_cifar(model: keras.Model) -> dict[str, np.ndarray]:
     }
 
 
-def load_cifar(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_cifar(model).items()}, weights)
+def load_resnet(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
     for i, (kind, lay) in enumerate(_ordered(model)):
         for p, (var, from_neutral, _) in _variables(kind, lay).items():
             var.assign(
@@ -280,8 +292,8 @@ class ClassificationTF(TFFamily):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.export_weights(model)
-        if _is_cifar(model):
-            return export_cifar(model)
+        if _is_resnet(model):
+            return export_resnet(model)
         return super().export_weights(model)
 
     def load_weights(self, model: keras.Model, weights: dict[str, np.ndarray]) -> None:
@@ -289,6 +301,6 @@ class ClassificationTF(TFFamily):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.load_weights(model, weights)
-        if _is_cifar(model):
-            return load_cifar(model, weights)
+        if _is_resnet(model):
+            return load_resnet(model, weights)
         return super().load_weights(model, weights)

@@ -103,8 +103,13 @@ def _tensors(kind: str, m: nn.Module) -> dict[str, torch.Tensor]:
     return {"weight": m.weight, **({"bias": m.bias} if m.bias is not None else {})}
 
 
-def export_cifar(model: CifarResNet) -> dict[str, np.ndarray]:
-    """The CIFAR ResNet's weights under exchange.py's neutral names."""
+def _exchangeable(model: nn.Module) -> bool:
+    """The ResNets, whose weighted layers every framework defines in one order (exchange.py)."""
+    return isinstance(model, (CifarResNet, torchvision.models.ResNet))
+
+
+def export_resnet(model: nn.Module) -> dict[str, np.ndarray]:
+    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
     return {
         exchange.name(i, kind, p): t.detach().float().cpu().numpy().copy()
         for i, (kind, m) in enumerate(_ordered(model))
@@ -112,8 +117,8 @@ def export_cifar(model: CifarResNet) -> dict[str, np.ndarray]:
     }
 
 
-def load_cifar(model: CifarResNet, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_cifar(model).items()}, weights)
+def load_resnet(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
     with torch.no_grad():
         for i, (kind, m) in enumerate(_ordered(model)):
             for p, t in _tensors(kind, m).items():
@@ -130,13 +135,13 @@ class ClassificationTorch(TorchFamily):
         """Neutral names for the small CNN; the other classifiers have no exchange yet."""
         if isinstance(model, small_cnn.SmallCnn):
             return small_cnn.export_weights(model)
-        if isinstance(model, CifarResNet):
-            return export_cifar(model)
+        if _exchangeable(model):
+            return export_resnet(model)
         return super().export_weights(model)
 
     def load_weights(self, model: nn.Module, weights: dict[str, np.ndarray]) -> None:
         if isinstance(model, small_cnn.SmallCnn):
             return small_cnn.load_weights(model, weights)
-        if isinstance(model, CifarResNet):
-            return load_cifar(model, weights)
+        if _exchangeable(model):
+            return load_resnet(model, weights)
         return super().load_weights(model, weights)
