@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import warnings
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # run from a checkout 
 from mlflow.exceptions import MlflowException  # noqa: E402
 
 from dlbench.report import ReportInputError, build_report, describe_store, open_client  # noqa: E402
+from dlbench.report.equivalence import RELATIVE_DELTA, Margins  # noqa: E402
 from dlbench.tracking.store import resolve_uri  # noqa: E402
 
 KEYS = ("run", "experiment", "uri", "out")
@@ -43,10 +45,42 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--list", action="store_true", help="list the experiments and sweeps in the store, then exit"
     )
+    p.add_argument(
+        "--delta",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="accuracy verdicts: the equivalence margin of one metric in its own units (repeatable)",
+    )
+    p.add_argument(
+        "--equivalence",
+        type=float,
+        default=RELATIVE_DELTA,
+        help=f"δ of a metric without --delta, as a fraction of fp32's mean (default {RELATIVE_DELTA})",
+    )
     args = p.parse_args(words)
     if args.run and args.experiment:
         p.error("give --run or --experiment, not both")
     return args
+
+
+def margins(args: argparse.Namespace) -> Margins:
+    """The accuracy verdicts' δ from --equivalence and the METRIC=VALUE words of --delta; a bad one is a
+    ReportInputError (one line)."""
+    if not args.equivalence > 0:
+        raise ReportInputError(f"--equivalence {args.equivalence:g}: an equivalence margin must be > 0")
+    out = {}
+    for word in args.delta:
+        metric, _, value = word.partition("=")
+        try:
+            out[metric] = float(value)
+        except ValueError:
+            out[metric] = math.nan
+        if not metric or not out[metric] > 0:
+            raise ReportInputError(
+                f"--delta {word}: give METRIC=VALUE with a value > 0, e.g. --delta accuracy=0.005"
+            )
+    return Margins(args.equivalence, out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(describe_store(client, uri)))
             return 0
         out = args.out or Path("reports") / (args.run or args.experiment or "latest")
-        report = build_report(client, uri, out, run_id=args.run, experiment=args.experiment)
+        report = build_report(
+            client, uri, out, run_id=args.run, experiment=args.experiment, margins=margins(args)
+        )
     except ReportInputError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2

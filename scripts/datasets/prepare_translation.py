@@ -5,7 +5,7 @@
 
 Reads Debian's sword-text-sparv (RV1909) and sword-text-web (WEB) modules with pysword, caches the
 aligned verses as DIR/bible-es-en.tsv (minutes, once), writes the two-file layout the translation data
-path reads (DIR/{train,valid,test}.{es,en}) and trains a shared sentencepiece BPE (DIR/bpe<vocab>.model).
+path reads (DIR/{train,valid,test}.{es,en}) and trains a shared sentencepiece BPE (DIR/bpe<vocab>-<digest>.model, keyed by the training files' bytes).
 Default DIR: $DLBENCH_TRANSLATION or ~/.cache/dlbench/bible-es-en. A missing module or package is one
 line with the command that installs it (exit 2).
 """

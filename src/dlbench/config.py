@@ -98,6 +98,7 @@ class DataConfig:
     shard_id: int = 0
     num_shards: int = 1
     skip_corrupt: bool = False  # true: skip and count undecodable images instead of failing
+    skip_bad_boxes: bool = False  # COCO: true leaves out (and counts) boxes that cannot train, else one line
     seed: int = 42
     hflip: bool = False  # in-memory datasets: mirror each image left-right with probability 1/2 (seeded)
 
@@ -137,6 +138,14 @@ class TelemetryConfig:
 @dataclass
 class ReportConfig:
     enabled: bool = True  # log the comparison report on the parent run at the end of a multirun
+    # Accuracy verdicts (report/equivalence.py): a precision matches fp32 only when the confidence interval
+    # of the difference lies inside ±δ. `delta` gives δ per metric in its own units (report.delta.accuracy=
+    # 0.005: half a point; BLEU in BLEU points); null gets `equivalence` times fp32's mean (0.01: MLPerf's
+    # quality targets are about 99% of the reference).
+    equivalence: float = 0.01
+    delta: dict[str, float | None] = field(
+        default_factory=lambda: {"accuracy": None, "hr10": None, "map50": None, "bleu": None}
+    )
 
 
 @dataclass
@@ -262,6 +271,10 @@ def validate(job: JobConfig) -> None:
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
+        (
+            job.report.equivalence > 0 and all(v is None or v > 0 for v in job.report.delta.values()),
+            "report.equivalence and report.delta: an equivalence margin must be > 0",
+        ),
         (
             job.threads is None or job.threads >= 1,
             f"threads={job.threads}: use 1 or more, or null (all CPUs)",

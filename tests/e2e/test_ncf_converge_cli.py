@@ -76,6 +76,6 @@ def test_the_report_shows_hr10_in_its_accuracy_section(store: dict) -> None:
     md = (store["cli"].tmp / "sweep" / "report" / "report.md").read_text()
     accuracy = md[md.index("## Accuracy") : md.index("## Failed runs")]
     table = accuracy[accuracy.index("### ncf on movielens: hr10") :]
-    (row,) = [line for line in table.splitlines() if line.startswith("| torch | fp32 |")]
+    (row,) = [line for line in table.splitlines() if line.startswith("| torch | fp32 (float32) |")]
     final = float(row.split("|")[4].split("±")[0])  # the final hr10 column (mean over seeds)
     assert final == pytest.approx(store["jobs"][0].data.metrics["eval_final"], abs=1e-4)

@@ -40,3 +40,28 @@ def test_ssd300_on_generated_coco_in_every_framework(cli, tmp_path):
         assert p["dataset.resolved_format"] == "coco" and p["dataset.split"] == "train2017"
         assert tags["run.task"] == "detection" and tags["precision.compute_dtype"] == "float32"
         assert math.isfinite(m["loss_last"]) and m["loss_last"] > 0
+
+
+def test_a_negative_width_box_is_refused_before_training(cli, tmp_path):
+    """DALI's reader would take the box and SSD would train on a NaN target; the CLI names it instead."""
+    import json
+
+    data = tmp_path / "coco"
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "datasets" / "make_coco_dataset.py"), "--out", str(data),
+         "--train", "4", "--val", "2", "--seed", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    ann = data / "annotations" / "instances_train2017.json"
+    coco = json.loads(ann.read_text())
+    coco["annotations"][1]["bbox"][2] = -4.0
+    ann.write_text(json.dumps(coco))
+    res = cli.run(["model=ssd300", "+experiment=smoke", "dataset=coco2017", f"dataset.path={data}"])
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "Traceback" not in out
+    (line,) = [x for x in out.splitlines() if "config error" in x]
+    assert f"COCO annotations {ann}: image" in line and "width -4 is not positive" in line
+    assert "data.skip_bad_boxes=true" in line
+    if cli.db.exists() and cli.client().get_experiment_by_name("dlbench") is not None:
+        assert not [r for r in cli.runs() if "framework.name" in r.data.params]  # no job run was made

@@ -507,3 +507,23 @@ def test_presets_compose():
             "ssd300": 32,
             "transformer": 64,
         }
+
+
+def test_amp_without_autocast_is_not_called_mixed_precision(tmp_path):
+    """precision=amp precision.autocast=false ran a pure bfloat16 network (its verified tags say so):
+    the speed finding names what ran, never "mixed precision"."""
+    client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp precision.autocast=false")
+    pure = {"precision.compute_dtype": "bfloat16", "precision.param_dtype": "bfloat16"}
+    pure |= {"precision.autocast": "off", "precision.loss_scale": "none"}
+    log_job(client, eid, sweep.run_id, "torch resnet50 fp32 train", (95, 100, 105))
+    log_job(client, eid, sweep.run_id, "torch resnet50 amp train", (190, 200, 210), tags=pure)
+    sweep.finish("FINISHED")
+    texts = [
+        f.text
+        for f in analyze(
+            select(client, f"sqlite:///{tmp_path / 'mlflow.db'}", run_id=sweep.run_id).jobs
+        ).findings
+    ]
+    assert "amp (pure bfloat16, bfloat16 weights) speeds up torch on resnet50 train by 2.00×." in texts
+    assert not any("mixed" in t for t in texts)

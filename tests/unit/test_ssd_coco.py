@@ -235,3 +235,58 @@ def test_mode_data_times_the_coco_training_pipeline(cocoset):
         assert bench.run_facts()["data_samples"] == coco.resolve_split(cocoset, "train").annotated_images
     finally:
         bench.close()
+
+
+def _spoil(copy: Path, change) -> dict:
+    """Apply `change(annotation, image)` to the first training annotation; return that annotation."""
+    ann = copy / "annotations/instances_train2017.json"
+    data = json.loads(ann.read_text())
+    a = data["annotations"][0]
+    change(a, next(im for im in data["images"] if im["id"] == a["image_id"]))
+    ann.write_text(json.dumps(data))
+    return a
+
+
+BAD_BOXES = {
+    "negative width": (lambda a, im: a["bbox"].__setitem__(2, -3.0), "width -3 is not positive"),
+    "zero height": (lambda a, im: a["bbox"].__setitem__(3, 0), "height 0 is not positive"),
+    "outside": (lambda a, im: a["bbox"].__setitem__(0, im["width"] - 1.0), "reaches outside the"),
+    "category": (lambda a, im: a.__setitem__("category_id", 2), "category_id 2 is not among"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BOXES))
+def test_a_bad_box_is_one_line_naming_file_image_and_box(cocoset, tmp_path, case):
+    change, words = BAD_BOXES[case]
+    copy = _copy(cocoset, tmp_path)
+    a = _spoil(copy, change)
+    with pytest.raises(ConfigError) as err:
+        coco.resolve_split(copy, "train")
+    msg = str(err.value)
+    assert "\n" not in msg and words in msg and "data.skip_bad_boxes=true" in msg
+    assert str(copy / "annotations/instances_train2017.json") in msg
+    assert f"(id {a['image_id']}), annotation {a['id']} bbox {a['bbox']}" in msg
+    image = next(
+        im
+        for im in json.loads((copy / "annotations/instances_train2017.json").read_text())["images"]
+        if im["id"] == a["image_id"]
+    )
+    assert f"image {image['file_name']}" in msg
+
+
+def test_bad_boxes_are_skipped_and_counted_on_request(cocoset, tmp_path):
+    from dlbench.data.validate import check_dataset
+    from dlbench.workloads.detection.coco_pipeline import CocoPipeline
+
+    copy = _copy(cocoset, tmp_path)
+    bad = _spoil(copy, BAD_BOXES["negative width"][0])
+    split = coco.resolve_split(copy, "train", skip_bad_boxes=True)
+    assert split.skipped_boxes == 1 and bad["id"] not in {a["id"] for a in split.data["annotations"]}
+    job = _job(copy)
+    job.data.skip_bad_boxes = True
+    assert check_dataset(job)["dataset.skipped_boxes"] == 1
+    pipe = CocoPipeline(str(copy), 5, D, train=True, num_threads=1, skip_bad_boxes=True)
+    assert pipe.coco.annotations_file != split.annotations_file  # DALI reads the copy without the box
+    for _ in range(4):  # two epochs: every target finite (the negative width would give NaN offsets)
+        loc = np.array(pipe.run()[1].as_tensor())
+        assert np.isfinite(loc).all()

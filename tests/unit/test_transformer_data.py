@@ -359,6 +359,30 @@ def test_bpe_on_a_generated_corpus_round_trips_with_fixed_special_ids(tmp_path):
     assert train_bpe(tmp_path, "es", "en", 60, tmp_path / "bpe") == model  # cached
 
 
+def test_the_bpe_cache_is_keyed_by_the_corpus_it_was_built_from(tmp_path):
+    """An edited corpus gets a model of its own: the cached one was built from other text."""
+    _generated_corpus(tmp_path)
+    first = train_bpe(tmp_path, "es", "en", vocab_size=60, model_dir=tmp_path / "bpe")
+    before = first.stat().st_mtime_ns
+    assert train_bpe(tmp_path, "es", "en", 60, tmp_path / "bpe") == first  # same bytes: reused, not retrained
+    assert first.stat().st_mtime_ns == before
+    en = tmp_path / "train.en"
+    en.write_text(en.read_text(encoding="utf-8").replace("the", "zyx"), encoding="utf-8")
+    edited = train_bpe(tmp_path, "es", "en", 60, tmp_path / "bpe")
+    assert edited != first and edited.is_file()
+    assert BPE(edited).encode(["zyx"]) != BPE(first).encode(["zyx"])  # trained on the edited text
+
+
+def test_misaligned_files_are_refused_before_bpe_trains(tmp_path):
+    _generated_corpus(tmp_path)
+    es = tmp_path / "train.es"
+    es.write_text(es.read_text(encoding="utf-8") + "una frase de más.\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        train_bpe(tmp_path, "es", "en", 60, tmp_path / "bpe")
+    assert "train.es has 381 lines but train.en has 380" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "bpe").exists()  # nothing trained, nothing cached
+
+
 def test_bleu_is_100_for_exact_and_orders_hypotheses_by_overlap():
     refs = ["the dog eats bread in the house .", "the sun and the moon see the sea ."]
     assert corpus_bleu(refs, refs) == pytest.approx(100.0)

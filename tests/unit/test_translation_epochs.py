@@ -123,6 +123,18 @@ def test_converge_without_a_held_out_split_is_one_line_before_the_worker(tmp_pat
     assert "\n" not in str(err.value)
 
 
+def test_misaligned_training_files_are_one_line_before_the_worker(tmp_path):
+    """The orchestrator's check counts lines (cheap) before a worker trains BPE on the files."""
+    pairs = _pairs(np.random.default_rng(0), 20)
+    write_pairs(tmp_path, pairs, "es", "en", "train")
+    write_pairs(tmp_path, pairs[:5], "es", "en", "valid")
+    en = tmp_path / "train.en"
+    en.write_text("\n".join(en.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="train.es has 20 lines but train.en has 19") as err:
+        check_corpus(_job(tmp_path))
+    assert "\n" not in str(err.value) and not list(tmp_path.glob("bpe*"))
+
+
 def test_a_corpus_with_nothing_that_fits_is_one_line(corpus):
     with pytest.raises(ConfigError, match="model.max_len=3") as err:
         _source(_job(corpus[0], max_len=3, batch_tokens=8))

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from dlbench.backends.threads import PACKAGES
 from dlbench.config import JobConfig
 from dlbench.core.cpu import cap_text, native
-from dlbench.core.precision import plan_precision
+from dlbench.core.precision import impossible, plan_precision
 from dlbench.data.registry import data_format
+from dlbench.errors import ConfigError
 from dlbench.telemetry.nvml import visible_gpus
 
 
@@ -57,8 +58,11 @@ def where(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None)
 
 
 def check(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None) -> Capability:
-    """Whether this machine can run `job`'s cell, and what it should know if it can."""
+    """Whether this machine can run `job`'s cell, and what it should know if it can. Settings that can
+    only crash on the device the job would use raise ConfigError (a mistake, not a machine's limit)."""
     w = where(job, gpus)
+    if why := impossible(job.precision, job.framework.name, w.kind, job.mode in ("train", "converge")):
+        raise ConfigError(why)
     if job.device == "cuda" and not w.gpus:
         return Capability(
             "device=cuda: no NVIDIA GPU is visible here (NVML finds none); device=auto runs it on the CPU"

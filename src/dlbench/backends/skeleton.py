@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch, TimedSource
 from dlbench.data.registry import data_format
 from dlbench.data.synthetic import HostBatch, PoolSource
-from dlbench.errors import BackendUnavailable
+from dlbench.errors import BackendUnavailable, ConfigError
 from dlbench.workloads.registry import family_module, task_spec
 
 F = TypeVar("F")
@@ -184,9 +186,13 @@ class SpecBench:
         return self.source.wait_s if self.source else 0.0
 
     def seed_weights(self, model: Any) -> None:
-        """mode=converge: put the run seed's initial weights in, where the family draws them framework-free
-        (`load_seeded_weights`, e.g. the small CNN: identical in every framework); the caller has seeded its
-        framework's RNG for the others."""
+        """`model.init_weights` (any mode): the file's framework-neutral weights, the same numbers in every
+        framework. Else mode=converge: the run seed's initial weights, where the family draws them
+        framework-free (`load_seeded_weights`, e.g. the small CNN); the caller has seeded its framework's RNG
+        for the others."""
+        if self.job.model.init_weights is not None:
+            self.init = self._load_init_weights(model, self.job.model.init_weights)
+            return
         if self.job.mode != "converge":
             return
         seed = self.job.schedule.seed
@@ -195,11 +201,30 @@ class SpecBench:
         else:
             self.init = f"{self.job.framework.name} RNG seeded with {seed}"
 
+    def _load_init_weights(self, model: Any, path: str) -> str:
+        """Load the .npz at `path` through the family's exchange; any problem is one line (ConfigError)."""
+        what = f"model.init_weights={path}"
+        try:
+            with np.load(path) as npz:
+                weights = {k: npz[k] for k in npz.files}
+            self.family.load_weights(model, weights)
+        except NotImplementedError:
+            raise ConfigError(
+                f"{what}: model={self.job.model.name} has no framework-neutral weight exchange in "
+                f"{self.job.framework.name} yet; drop model.init_weights to start from its own initialisation"
+            ) from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"{what}: cannot load it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                "give an .npz written from the model's export_weights"
+            ) from None
+        return f"weights file {path} (framework-neutral), identical in every framework"
+
     def run_facts(self) -> dict[str, Any]:
         facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
         inner = getattr(self.source, "source", None)
         facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
-        if self.job.mode == "converge":
+        if self.job.mode == "converge" or self.job.model.init_weights is not None:
             facts["init"] = self.init
         if self.device_negatives:
             facts["negatives"] = f"{self.device_negatives} per positive, on the device, the framework's RNG"

@@ -67,3 +67,31 @@ def plan_precision(cfg: PrecisionLike, device_kind: str) -> PrecisionPlan:
         tf32=bool(cfg.allow_tf32),
         input_dtype="float16" if compute == "float16" else FLOAT32,
     )
+
+
+def impossible(cfg: PrecisionLike, framework: str, device_kind: str, train: bool) -> str | None:
+    """One line when these settings can only crash on this device kind (checked before a run is made),
+    else None. The cases are the frameworks' own limits, named by framework, never guessed:
+
+    - torch, training a pure float16 network (autocast off) with dynamic loss scaling: GradScaler refuses
+      float16 gradients ("Attempting to unscale FP16 gradients") on every device, at the first step.
+    - MXNet, training a network cast to bfloat16 (autocast off): its SGD update has no bfloat16 kernel.
+    """
+    plan = plan_precision(cfg, device_kind)
+    key = "precision.dtype" if device_kind == "cuda" else "precision.cpu_dtype"
+    pure = (
+        f"precision.autocast=false with {key}={plan.compute_dtype} trains a pure {plan.compute_dtype} network"
+    )
+    if not train or plan.autocast:
+        return None
+    if framework == "torch" and plan.loss_scaling:
+        return (
+            f"{pure} with precision.loss_scale=dynamic, which torch cannot run: GradScaler refuses float16 "
+            "gradients; use precision.loss_scale=none (pure float16), or precision.autocast=true (mixed)"
+        )
+    if framework == "mxnet" and plan.compute_dtype == "bfloat16":
+        return (
+            f"{pure}, which MXNet 1.9.1 cannot train (its SGD update has no bfloat16 kernel); use "
+            "precision.autocast=true (mxnet.contrib.amp) for bfloat16 compute"
+        )
+    return None

@@ -5,6 +5,7 @@ parity check and FLOP counts read its inputs; the report reads its unit. No fram
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +23,20 @@ class ModelConfig:
     name: str = "resnet50"
     task: str = "classification"
     batch_size: int = 64  # per-model default; schedule.batch_size overrides
+    # An .npz of the family's framework-neutral weights (the names of its export_weights): every framework
+    # starts from these numbers, in every mode (null: the framework's or the seed's initialisation).
+    init_weights: str | None = None
 
     def check(self) -> list[tuple[bool, str]]:
         """(ok, one-line message) pairs that a schema cannot express; the family adds its own."""
-        return [(self.batch_size >= 1, f"model.batch_size={self.batch_size}: use 1 or more")]
+        return [
+            (self.batch_size >= 1, f"model.batch_size={self.batch_size}: use 1 or more"),
+            (
+                self.init_weights is None or os.path.isfile(self.init_weights),
+                f"model.init_weights={self.init_weights}: no such file; give an .npz of the model's "
+                "framework-neutral weights, or null",
+            ),
+        ]
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,28 @@
 """The Accuracy section's numbers: `mode=converge` runs grouped by task, framework and precision, over seeds.
 
-A task (model x dataset x metric) gets one table and one chart. A cell (framework x precision) holds the
-runs of its seeds: the mean and sample standard deviation of the final held-out metric, the best value,
-epochs and wall time to `schedule.target`, and train throughput.
+A task (model x dataset x metric) gets one table and one chart. A cell holds the runs of one framework
+and one precision as it really ran (the verified `precision.*` tags: compute dtype, autocast or a pure
+reduced-precision network, loss scaling), one run per seed: the mean and sample standard deviation of
+the final held-out metric, the best value, epochs and wall time to `schedule.target`, and throughput.
 
-Verdicts follow the speed findings' rule (report/analysis.py): a difference is stated only when the two
-measurements' ranges do not overlap. Here a cell's range is the lowest to the highest final value over
-its seeds, so "amp loses X points" means every amp seed finished below every fp32 seed; overlapping
-ranges read "matches fp32 within the seed spread". A cell with fewer than two seeds has no spread and
+Verdicts are statistical statements (report/equivalence.py): the Welch 95% interval of the difference
+from fp32 of the same framework, read against an equivalence margin δ. A cell with fewer than two seeds
 gets no verdict. A run whose loss or metric was NaN or inf is flagged: it is shown, counted apart, and a
-cell holding one is never reported as a match.
+cell holding one is never reported as a match. A rerun of one configuration and seed supersedes the older
+run; runs of one seed whose configurations differ otherwise are listed, never silently replaced.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from mlflow.tracking import MlflowClient
 
-from dlbench.report.analysis import BASELINE, CONVERGE, FRAMEWORK_ORDER, PRECISION_ORDER, precision_label
+from dlbench.report.analysis import BASELINE, CONVERGE, FRAMEWORK_ORDER, PRECISION_ORDER
+from dlbench.report.equivalence import LEVEL, Margins, classify, seeds_to_settle, welch_interval
 from dlbench.report.load import JobRow
 from dlbench.workloads.registry import fraction_metrics
 
@@ -28,10 +30,14 @@ VERDICT_RULE = (
     "Final metric: mean ± sample standard deviation over seeds (one run per seed; each seed fixes data "
     "order and augmentation, identical across frameworks, and the initial weights: the same numbers in "
     "every framework where the model draws them from the seed, else the framework's own RNG seeded, as "
-    "each run's tag run.init says). A reduced precision is said "
-    "to gain or lose against fp32 only when the two seed ranges (lowest to highest final value) do not "
-    "overlap; overlapping ranges read as a match within the seed spread. A configuration needs two seeds "
-    "or more for a verdict, and one with a NaN or inf loss or metric is never counted as a match."
+    "each run's tag run.init says). A precision is named by what ran (verified compute dtype, mixed = "
+    f"autocast with float32 weights, pure = the whole network in that dtype, loss scaling). Against fp32 "
+    f"of the same framework: the Welch {LEVEL:.0%} confidence interval of the difference of means over "
+    "seeds and an equivalence margin δ (report.delta per metric; default 1% of fp32's mean, as MLPerf's "
+    "quality targets are about 99% of the reference). It matches within δ only when the whole interval "
+    "lies inside ±δ; it is worse or better when the interval excludes 0; otherwise it is inconclusive, "
+    "with an estimate of how many more seeds would settle it. A configuration needs two seeds or more for "
+    "a verdict, and one with a NaN or inf loss or metric is never counted as a match."
 )
 
 
@@ -50,11 +56,12 @@ def _mean(values: list[float]) -> float:
 
 @dataclass
 class Cell:
-    """One framework x precision of a task: its runs, one per seed."""
+    """One framework x precision (as it ran) of a task: its runs, one per seed."""
 
     framework: str
     precision: str
     runs: list[JobRow]
+    label: str = ""  # what ran (JobRow.ran), the same for every run of the cell
 
     @property
     def sound(self) -> list[JobRow]:
@@ -67,6 +74,15 @@ class Cell:
     @property
     def finals(self) -> list[float]:
         return [j.metric("eval_final") for j in self.sound]
+
+    @property
+    def seeds(self) -> list[str]:
+        return sorted((j.converge.get("seed", "?") for j in self.runs), key=lambda s: (len(s), s))
+
+    @property
+    def duplicates(self) -> list[str]:
+        """Seeds run more than once in this cell with configurations that differ in something else."""
+        return sorted((s for s, n in Counter(self.seeds).items() if n > 1), key=lambda s: (len(s), s))
 
     @property
     def mean(self) -> float:
@@ -91,19 +107,15 @@ class Cell:
         return [j for j in self.sound if math.isfinite(j.metric("epochs_to_target"))]
 
     @property
-    def on_cpu(self) -> bool:
-        return any((j.device or "").startswith("cpu") for j in self.runs)
-
-    @property
     def precision_text(self) -> str:
-        """The precision as a reader should read it: on a CPU, amp computes in bfloat16."""
-        return "amp = bf16 on CPU" if self.precision == "amp" and self.on_cpu else self.precision
+        """The precision as a reader should read it: its name and what ran, e.g. "amp (mixed bfloat16)"."""
+        return f"{self.precision} ({self.label})" if self.label else self.precision
 
 
 @dataclass
 class Verdict:
-    """One sentence comparing a reduced precision with fp32. kind: loses | gains | matches | diverged |
-    no-spread."""
+    """One sentence comparing a reduced precision with fp32. kind: worse | better | matches |
+    inconclusive | diverged | duplicates | no-spread."""
 
     task: str
     framework: str
@@ -142,6 +154,7 @@ class Task:
 class AccuracyAnalysis:
     tasks: list[Task]
     verdicts: list[Verdict]
+    margins: Margins = field(default_factory=Margins)
 
     @property
     def runs(self) -> list[JobRow]:
@@ -156,12 +169,13 @@ def _rank(value: str, preferred: tuple[str, ...]) -> tuple[int, str]:
     return (preferred.index(value) if value in preferred else len(preferred), value)
 
 
-def _latest_per_seed(jobs: list[JobRow]) -> list[JobRow]:
-    """The newest finished converge run of each configuration and seed (an older rerun is superseded)."""
+def _latest_per_config(jobs: list[JobRow]) -> list[JobRow]:
+    """The newest finished converge run of each configuration (its hash covers the seed and every
+    setting): a rerun supersedes an older run of the same configuration, nothing else is replaced."""
     latest: dict[tuple, JobRow] = {}
     for j in sorted(jobs, key=lambda j: j.start_ms):
         if j.mode == CONVERGE and j.status == "FINISHED":
-            key = (j.model, j.converge.get("dataset"), j.framework, j.precision, j.converge.get("seed"))
+            key = (j.config_hash,) if j.config_hash else (j.run_id,)
             latest[key] = j
     return list(latest.values())
 
@@ -174,42 +188,50 @@ def _target(jobs: list[JobRow]) -> float:
         return math.nan
 
 
-def analyze_accuracy(jobs: list[JobRow]) -> AccuracyAnalysis:
-    """Tasks, cells and verdicts for the finished `mode=converge` runs among `jobs` (others ignored)."""
+def analyze_accuracy(jobs: list[JobRow], margins: Margins | None = None) -> AccuracyAnalysis:
+    """Tasks, cells and verdicts for the finished `mode=converge` runs among `jobs` (others ignored);
+    `margins` gives δ (default: 1% of fp32's mean)."""
+    margins = margins or Margins()
     by_task: dict[tuple[str, str, str], list[JobRow]] = {}
-    for j in _latest_per_seed(jobs):
+    for j in _latest_per_config(jobs):
         key = (j.model, j.converge.get("dataset", "?"), j.converge.get("metric", "metric"))
         by_task.setdefault(key, []).append(j)
     tasks, verdicts = [], []
     for (model, dataset, metric), members in sorted(by_task.items()):
-        cells: dict[tuple[str, str], list[JobRow]] = {}
+        cells: dict[tuple[str, str, str], list[JobRow]] = {}
         for j in members:
-            cells.setdefault((j.framework, j.precision), []).append(j)
-        ordered = sorted(cells, key=lambda k: (_rank(k[0], FRAMEWORK_ORDER), _rank(k[1], PRECISION_ORDER)))
+            cells.setdefault((j.framework, j.precision, j.ran), []).append(j)
+        ordered = sorted(
+            cells, key=lambda k: (_rank(k[0], FRAMEWORK_ORDER), _rank(k[1], PRECISION_ORDER), k[2])
+        )
         task = Task(
-            model, dataset, metric, _target(members), [Cell(fw, pr, cells[(fw, pr)]) for fw, pr in ordered]
+            model,
+            dataset,
+            metric,
+            _target(members),
+            [Cell(fw, pr, cells[(fw, pr, r)], r) for fw, pr, r in ordered],
         )
         tasks.append(task)
-        verdicts += _verdicts(task)
-    return AccuracyAnalysis(tasks, verdicts)
+        verdicts += _verdicts(task, margins)
+    return AccuracyAnalysis(tasks, verdicts, margins)
 
 
 def _summary(cell: Cell, task: Task) -> str:
-    """ "88.10 ± 0.10 (3 seeds)": the cell's final metric in the unit the verdict speaks of."""
+    """ "88.10 ± 0.10 (seeds 1, 2, 3)": the cell's final metric in the unit the verdict speaks of."""
     n = len(cell.finals)
+    if not n:
+        return "no finite result"
     spread = f" ± {cell.std * task.scale:.2f}" if n >= 2 else ""
-    return (
-        f"{cell.mean * task.scale:.2f}{spread} ({n} seed{'s' if n != 1 else ''})" if n else "no finite result"
-    )
+    seeds = [j.converge.get("seed", "?") for j in cell.sound]
+    return f"{cell.mean * task.scale:.2f}{spread} (seed{'s' if n != 1 else ''} {', '.join(sorted(seeds, key=lambda x: (len(x), x)))})"
 
 
-def compare(task: Task, base: Cell, other: Cell) -> Verdict:
+def compare(task: Task, base: Cell, other: Cell, margins: Margins | None = None) -> Verdict:
     """The verdict on `other` (a reduced precision) against `base` (fp32) of the same framework."""
-    on_cpu = other.precision == "amp" and other.on_cpu
-    what = "mixed precision (amp = bf16 on CPU)" if on_cpu else precision_label(other.precision)
+    what = other.precision_text
     where = f"{other.framework}, {task.model} on {task.dataset}"
-    unit = "points of " if task.scale != 1 else ""
-    numbers = f"{task.metric}{' in points' if task.scale != 1 else ''}: fp32 {_summary(base, task)}, "
+    points = " points" if task.scale != 1 else ""
+    numbers = f"{task.metric}{' in points' if points else ''}: fp32 {_summary(base, task)}, "
     numbers += f"{other.precision} {_summary(other, task)}"
 
     def verdict(kind: str, text: str) -> Verdict:
@@ -222,20 +244,46 @@ def compare(task: Task, base: Cell, other: Cell) -> Verdict:
                 f"{role} diverged ({len(cell.flagged)} of {len(cell.runs)} seeds gave a NaN or inf loss or "
                 "metric): not a match, no verdict.",
             )
+        if cell.duplicates:
+            return verdict(
+                "duplicates",
+                f"{role} holds seed(s) {', '.join(cell.duplicates)} more than once, from configurations "
+                "that differ in more than the seed (all are listed in the table): no verdict; report one "
+                "sweep at a time (--run) to compare like with like.",
+            )
     if len(base.finals) < 2 or len(other.finals) < 2:
         return verdict(
-            "no-spread", f"{what}: fewer than two seeds, so no seed spread and no verdict ({numbers})."
+            "no-spread",
+            f"{what}: fewer than two seeds, so no confidence interval and no verdict ({numbers}).",
         )
-    (b_lo, b_hi), (o_lo, o_hi) = base.range, other.range
-    diff = (other.mean - base.mean) * task.scale
-    if o_hi < b_lo:
-        return verdict("loses", f"{what} loses {-diff:.2f} {unit}{task.metric} against fp32 ({numbers}).")
-    if o_lo > b_hi:
-        return verdict("gains", f"{what} gains {diff:.2f} {unit}{task.metric} over fp32 ({numbers}).")
-    return verdict("matches", f"{what} matches fp32 within the seed spread ({numbers}).")
+    delta, source = (margins or Margins()).delta(task.metric, base.mean)
+    iv = welch_interval(base.finals, other.finals)
+    kind = classify(iv, delta)
+    s = task.scale
+    stated = (
+        f"difference {iv.diff * s:+.2f}{points}, {LEVEL:.0%} interval [{iv.low * s:+.2f}, {iv.high * s:+.2f}], "
+        f"δ ±{delta * s:.2f}{points} ({source}); {numbers}"
+    )
+    if kind == "matches":
+        return verdict(
+            "matches", f"{what} matches fp32 within δ: the whole interval lies inside ±δ ({stated})."
+        )
+    if kind in ("worse", "better"):
+        return verdict(kind, f"{what} is {kind} than fp32: the interval excludes 0 ({stated}).")
+    more = seeds_to_settle(base.finals, other.finals, delta)
+    settle = (
+        f"about {more:,} more seed{'s' if more != 1 else ''} per precision would settle it if the spread stays as observed"
+        if more is not None
+        else "more seeds would not settle it soon at this spread; a wider δ or a less noisy setup would"
+    )
+    return verdict(
+        "inconclusive",
+        f"{what} against fp32 is inconclusive: the interval neither lies inside ±δ nor excludes 0; "
+        f"{settle} ({stated}).",
+    )
 
 
-def _verdicts(task: Task) -> list[Verdict]:
+def _verdicts(task: Task, margins: Margins) -> list[Verdict]:
     out = []
     for cell in task.cells:
         if cell.precision == BASELINE:
@@ -244,7 +292,7 @@ def _verdicts(task: Task) -> list[Verdict]:
             (c for c in task.cells if c.framework == cell.framework and c.precision == BASELINE), None
         )
         if base is not None:
-            out.append(compare(task, base, cell))
+            out.append(compare(task, base, cell, margins))
     return out
 
 

@@ -32,8 +32,8 @@ def _range(cell: Cell) -> str:
 
 
 def _seeds(cell: Cell) -> str:
-    seeds = sorted((j.converge.get("seed", "?") for j in cell.runs), key=lambda s: (len(s), s))
-    return f"{len(cell.runs)} ({', '.join(seeds)})"
+    dup = f"; seed {', '.join(cell.duplicates)} more than once" if cell.duplicates else ""
+    return f"{len(cell.runs)} ({', '.join(cell.seeds)}{dup})"
 
 
 def _to_target(cell: Cell, task: Task, key: str, spec: str) -> str:
@@ -141,7 +141,15 @@ def accuracy_blocks(
     if not analysis.tasks:
         return [], []
     head = Block("Accuracy", paragraphs=[f"Rule: {VERDICT_RULE}"], bullets_id="accuracy-verdicts")
-    order = {"loses": 0, "gains": 1, "diverged": 2, "matches": 3, "no-spread": 4}
+    order = {
+        "worse": 0,
+        "better": 1,
+        "diverged": 2,
+        "duplicates": 3,
+        "inconclusive": 4,
+        "matches": 5,
+        "no-spread": 6,
+    }
     head.bullets = [v.text for v in sorted(analysis.verdicts, key=lambda v: order[v.kind])]
     if not analysis.verdicts:
         head.paragraphs.append("No reduced precision was run beside fp32, so there is no verdict.")

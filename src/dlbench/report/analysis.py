@@ -360,7 +360,8 @@ def _findings(g: Group) -> list[Finding]:
         base = _baseline(j, jobs)
         if j.precision == BASELINE or math.isnan(e.speedup) or base is None:
             continue
-        what, where = precision_label(j.precision), f"{_name(j, jobs)} on {g.title}"
+        what = f"{j.precision} ({j.ran})" if j.pure else precision_label(j.precision)
+        where = f"{_name(j, jobs)} on {g.title}"
         if separated(j, base):
             out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×."))
         elif separated(base, j):

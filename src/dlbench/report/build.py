@@ -15,6 +15,7 @@ from dlbench.report import charts
 from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
 from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
+from dlbench.report.equivalence import Margins
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
 from dlbench.report.render import (
     DASH,
@@ -56,16 +57,18 @@ def build_report(
     run_id: str | None = None,
     experiment: str | None = None,
     require_finished: bool = True,
+    margins: Margins | None = None,
 ) -> Report:
     """Write report.md, report.html and the PNGs into out_dir for a sweep (run_id = its parent run),
     an experiment, or by default the latest sweep of the `dlbench` experiment.
 
+    `margins` sets the accuracy verdicts' δ (report.equivalence, report.delta).
     require_finished=False still writes a report when every job failed (the sweep hook wants the
     failures on record); the CLI treats "nothing finished" as bad input.
     """
     selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
-    accuracy = analyze_accuracy(selection.jobs)
+    accuracy = analyze_accuracy(selection.jobs, margins)
     if require_finished and not analysis.groups and not accuracy.tasks:
         statuses = Counter(j.status for j in selection.jobs)
         what = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"

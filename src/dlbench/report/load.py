@@ -32,7 +32,7 @@ from dlbench.core.names import (
 )
 from dlbench.core.secrets import mask
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
-from dlbench.tracking.resume import reused_filter
+from dlbench.tracking.resume import CONFIG_HASH_TAG, reused_filter
 
 # Params that make two runs of one framework x model x precision x mode different measurements, beside
 # every model-family key (model.*, whatever the family: image_size, depth, vocabulary...).
@@ -79,6 +79,8 @@ class JobRow:
     clock_flag: str | None = None  # "throttled" and/or "clock-drop" in the timed phase
     reused: bool = False  # not run by this sweep: resume=true found this FINISHED run of its configuration
     compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
+    precision_tags: dict[str, str] = field(default_factory=dict)  # every precision.* tag, prefix removed
+    config_hash: str | None = None  # tag dlbench.config_hash: the resolved configuration, seed included
     unit: str = "samples"  # what throughput counts: images, target tokens, samples
     repeats: int = 1
     device: str | None = None
@@ -90,6 +92,37 @@ class JobRow:
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
+
+    @property
+    def ran(self) -> str:
+        """What the run computed in, from its verified precision tags: "float32", "mixed bfloat16"
+        (autocast, float32 weights), "pure float16, float16 weights, dynamic loss scaling"... A run
+        recorded without the tags is named by its configured precision, marked unverified."""
+        tags = self.precision_tags
+        compute = tags.get("compute_dtype")
+        if not compute or compute == "unknown":
+            return f"{self.precision}, not verified"
+        if compute == "float32" and not self.autocast:
+            return "float32"
+        text = (
+            f"mixed {compute}" if self.autocast else f"pure {compute}, {tags.get('param_dtype', '?')} weights"
+        )
+        return text + (
+            ", dynamic loss scaling" if tags.get("loss_scale", "none").startswith("dynamic") else ""
+        )
+
+    @property
+    def autocast(self) -> bool:
+        """Verified mixed precision: the run's autocast tag is on (a policy or context, not "off")."""
+        return self.precision_tags.get("autocast", "off") != "off"
+
+    @property
+    def pure(self) -> bool:
+        """A reduced-precision network without autocast (verified): never to be called mixed precision."""
+        return (
+            self.precision_tags.get("compute_dtype", "float32") not in ("float32", "unknown")
+            and not self.autocast
+        )
 
     @property
     def precision_label(self) -> str:
@@ -252,6 +285,8 @@ def job_row(run: Run) -> JobRow:
         gpu_flag=t.get(GPU_FLAG_TAG),
         clock_flag=t.get(CLOCK_FLAG_TAG),
         compute_dtype=t.get("precision.compute_dtype"),
+        precision_tags={k.removeprefix("precision."): v for k, v in t.items() if k.startswith("precision.")},
+        config_hash=t.get(CONFIG_HASH_TAG),
         unit=p.get(UNIT_PARAM, "samples"),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
         device=t.get("device"),

@@ -54,6 +54,8 @@ class PendingSweep:
     overrides: str
     sweep_dir: str
     report: bool = True  # report.enabled: log the comparison report on the parent at the end
+    equivalence: float = 0.01  # report.equivalence and report.delta: the accuracy verdicts' margin δ
+    delta: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,6 +129,12 @@ class SweepTracking(Callback):
             overrides=" ".join(config.hydra.overrides.task),
             sweep_dir=config.hydra.sweep.dir,
             report=bool(OmegaConf.select(config, "report.enabled", default=True)),
+            equivalence=float(OmegaConf.select(config, "report.equivalence", default=0.01)),
+            delta={
+                k: float(v)
+                for k, v in (OmegaConf.select(config, "report.delta", default={}) or {}).items()
+                if v is not None
+            },
         )
 
 
@@ -184,18 +192,22 @@ def finish_sweep(tally: SweepTally) -> None:
         }
     )
     if sweep.report:
-        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report")
+        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report", sweep)
     close_parent("FAILED" if tally.failed else "FINISHED")
     os.environ.pop(PARENT_ENV, None)
 
 
-def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:
+def log_report(parent: RunLogger, uri: str, out_dir: Path, sweep: PendingSweep | None = None) -> None:
     """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`.
     A report problem is a warning, never a failed sweep: the measurements are already safe."""
     try:
         from dlbench.report import build_report  # pandas and matplotlib only when a report is made
+        from dlbench.report.equivalence import Margins
 
-        report = build_report(parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False)
+        margins = Margins(sweep.equivalence, sweep.delta) if sweep else None
+        report = build_report(
+            parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False, margins=margins
+        )
         for path in report.files:
             parent.artifact(path, "report")
         log_results_table(parent.client, parent.run_id, report.analysis.frame())

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dlbench.backends.mxnet._compat import mx
 from dlbench.backends.mxnet.family import MXNetFamily
+from dlbench.workloads.classification import exchange
 from dlbench.workloads.classification import mxnet_small_cnn as small_cnn
 from dlbench.workloads.classification.small_cnn_plan import SmallCnnSizes
 from dlbench.workloads.classification.spec import ClassificationConfig
@@ -230,9 +233,62 @@ def load_seeded_weights(net: Any, spec: ClassificationConfig, seed: int) -> bool
     return small_cnn.load_seed(net, seed) if spec.name == "small_cnn" else False
 
 
+_KINDS = (("Conv2D", "conv"), ("BatchNorm", "bn"), ("Dense", "dense"))
+_MX_PARAMS = {
+    "conv": ("weight",),
+    "bn": ("gamma", "beta", "running_mean", "running_var"),
+    "dense": ("weight", "bias"),
+}
+
+
+def _ordered(block: Any) -> list[tuple[str, Any]]:
+    """(kind, block) of the weighted layers in registration order (= execution order for CifarResNet)."""
+    out = []
+    for child in block._children.values():
+        kind = next((k for cls, k in _KINDS if type(child).__name__ == cls), None)
+        out += [(kind, child)] if kind else _ordered(child)
+    return out
+
+
+def _params(kind: str, layer: Any) -> dict[str, Any]:
+    mx_names = _MX_PARAMS[kind] if kind != "dense" or layer.bias is not None else ("weight",)
+    return {p: getattr(layer, m) for p, m in zip(exchange.PARAMS[kind], mx_names, strict=False)}
+
+
+def export_resnet(net: Any) -> dict[str, np.ndarray]:
+    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
+    return {
+        exchange.name(i, kind, p): param.data().asnumpy().astype(np.float32)
+        for i, (kind, layer) in enumerate(_ordered(net))
+        for p, param in _params(kind, layer).items()
+    }
+
+
+def load_resnet(net: Any, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(net).items()}, weights)
+    for i, (kind, layer) in enumerate(_ordered(net)):
+        for p, param in _params(kind, layer).items():
+            param.set_data(mx.nd.array(weights[exchange.name(i, kind, p)], dtype=param.dtype))
+
+
 class ClassificationMXNet(MXNetFamily):
     """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in MXNet."""
 
     build_model = staticmethod(build_model)
     initialize = staticmethod(initialize)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, net: Any) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        if isinstance(net, small_cnn.SmallCnn):
+            return small_cnn.export_weights(net)
+        if isinstance(net, (CifarResNet, ResNet50V15)):
+            return export_resnet(net)
+        return super().export_weights(net)
+
+    def load_weights(self, net: Any, weights: dict[str, np.ndarray]) -> None:
+        if isinstance(net, small_cnn.SmallCnn):
+            return small_cnn.load_weights(net, weights)
+        if isinstance(net, (CifarResNet, ResNet50V15)):
+            return load_resnet(net, weights)
+        return super().load_weights(net, weights)

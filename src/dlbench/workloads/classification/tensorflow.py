@@ -16,6 +16,7 @@ import numpy as np
 from keras import layers, ops
 
 from dlbench.backends.tensorflow.family import TFFamily
+from dlbench.workloads.classification import exchange
 from dlbench.workloads.classification.spec import ClassificationConfig
 
 BN_EPS = 1e-5  # torch BatchNorm2d default
@@ -226,8 +227,80 @@ def load_seeded_weights(model: keras.Model, spec: ClassificationConfig, seed: in
     return small_cnn.load_seed(model, seed)
 
 
+_KINDS = ((layers.Conv2D, "conv"), (layers.BatchNormalization, "bn"), (layers.Dense, "dense"))
+
+
+def _ordered(model: keras.Model) -> list[tuple[str, layers.Layer]]:
+    """(kind, layer) of the weighted layers in the order torch and MXNet define them: creation order,
+    except that a ResNet-50 block's shortcut (made first here) comes after the block's bn3 there."""
+    weighted = [(k, lay) for lay in model.layers for cls, k in _KINDS if isinstance(lay, cls)]
+    by_name = {lay.name: (k, lay) for k, lay in weighted}
+    out = []
+    for kind, lay in weighted:
+        if "_down_" in lay.name:
+            continue
+        out.append((kind, lay))
+        if lay.name.endswith("_bn3"):
+            block = lay.name.removesuffix("_bn3")
+            out += [by_name[n] for n in (f"{block}_down_conv", f"{block}_down_bn") if n in by_name]
+    return out
+
+
+def _variables(kind: str, lay: layers.Layer) -> dict[str, tuple]:
+    """param -> (variable, numpy from neutral layout, numpy to neutral layout)."""
+    same = (lambda a: a, lambda a: a)
+    if kind == "bn":
+        return {p: (getattr(lay, v), *same) for p, v in zip(exchange.PARAMS["bn"], ("gamma", "beta", "moving_mean", "moving_variance"), strict=True)}  # fmt: skip
+    if kind == "conv":  # Keras HWIO <-> OIHW
+        return {"weight": (lay.kernel, lambda a: a.transpose(2, 3, 1, 0), lambda a: a.transpose(3, 2, 0, 1))}
+    out = {"weight": (lay.kernel, lambda a: a.T, lambda a: a.T)}  # dense (in, out) <-> (out, in)
+    return out | ({"bias": (lay.bias, *same)} if lay.use_bias else {})
+
+
+def _is_resnet(model: keras.Model) -> bool:
+    """The ResNets (CIFAR and ResNet-50): exchange.py's order holds for them."""
+    return model.name == "resnet50" or (model.name.startswith("resnet") and model.name.endswith("_cifar"))
+
+
+def export_resnet(model: keras.Model) -> dict[str, np.ndarray]:
+    """The CIFAR ResNet's weights under exchange.py's neutral names."""
+    return {
+        exchange.name(i, kind, p): np.asarray(to_neutral(np.asarray(var.numpy(), np.float32))).copy()
+        for i, (kind, lay) in enumerate(_ordered(model))
+        for p, (var, _, to_neutral) in _variables(kind, lay).items()
+    }
+
+
+def load_resnet(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
+    for i, (kind, lay) in enumerate(_ordered(model)):
+        for p, (var, from_neutral, _) in _variables(kind, lay).items():
+            var.assign(
+                np.ascontiguousarray(from_neutral(weights[exchange.name(i, kind, p)])).astype(var.dtype)
+            )
+
+
 class ClassificationTF(TFFamily):
     """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in TensorFlow."""
 
     build_model = staticmethod(build_model)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, model: keras.Model) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN (its model carries small_cnn_sizes); the others have none yet."""
+        if hasattr(model, "small_cnn_sizes"):
+            from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
+
+            return small_cnn.export_weights(model)
+        if _is_resnet(model):
+            return export_resnet(model)
+        return super().export_weights(model)
+
+    def load_weights(self, model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+        if hasattr(model, "small_cnn_sizes"):
+            from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
+
+            return small_cnn.load_weights(model, weights)
+        if _is_resnet(model):
+            return load_resnet(model, weights)
+        return super().load_weights(model, weights)

@@ -8,12 +8,14 @@ with zero-padded channels where the shape changes (the paper's option A).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
 from torch import nn
 
 from dlbench.backends.torch.family import TorchFamily
+from dlbench.workloads.classification import exchange
 from dlbench.workloads.classification import torch_small_cnn as small_cnn
 from dlbench.workloads.classification.spec import ClassificationConfig
 
@@ -87,8 +89,59 @@ def load_seeded_weights(model: nn.Module, spec: ClassificationConfig, seed: int)
     return small_cnn.load_seed(model, seed) if spec.name == "small_cnn" else False
 
 
+_KINDS = ((nn.Conv2d, "conv"), (nn.BatchNorm2d, "bn"), (nn.Linear, "dense"))
+
+
+def _ordered(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """(kind, layer) of the weighted layers in definition order (= execution order for CifarResNet)."""
+    return [(kind, m) for m in model.modules() for cls, kind in _KINDS if isinstance(m, cls)]
+
+
+def _tensors(kind: str, m: nn.Module) -> dict[str, torch.Tensor]:
+    if kind == "bn":
+        return {"gamma": m.weight, "beta": m.bias, "mean": m.running_mean, "var": m.running_var}
+    return {"weight": m.weight, **({"bias": m.bias} if m.bias is not None else {})}
+
+
+def _exchangeable(model: nn.Module) -> bool:
+    """The ResNets, whose weighted layers every framework defines in one order (exchange.py)."""
+    return isinstance(model, (CifarResNet, torchvision.models.ResNet))
+
+
+def export_resnet(model: nn.Module) -> dict[str, np.ndarray]:
+    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
+    return {
+        exchange.name(i, kind, p): t.detach().float().cpu().numpy().copy()
+        for i, (kind, m) in enumerate(_ordered(model))
+        for p, t in _tensors(kind, m).items()
+    }
+
+
+def load_resnet(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
+    with torch.no_grad():
+        for i, (kind, m) in enumerate(_ordered(model)):
+            for p, t in _tensors(kind, m).items():
+                t.copy_(torch.from_numpy(np.ascontiguousarray(weights[exchange.name(i, kind, p)])))
+
+
 class ClassificationTorch(TorchFamily):
     """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in PyTorch."""
 
     build_model = staticmethod(build_model)
     load_seeded_weights = staticmethod(load_seeded_weights)
+
+    def export_weights(self, model: nn.Module) -> dict[str, np.ndarray]:
+        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        if isinstance(model, small_cnn.SmallCnn):
+            return small_cnn.export_weights(model)
+        if _exchangeable(model):
+            return export_resnet(model)
+        return super().export_weights(model)
+
+    def load_weights(self, model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+        if isinstance(model, small_cnn.SmallCnn):
+            return small_cnn.load_weights(model, weights)
+        if _exchangeable(model):
+            return load_resnet(model, weights)
+        return super().load_weights(model, weights)

@@ -119,8 +119,11 @@ class CocoMemorySource(EpochSource):
     def __init__(self, job: JobConfig, spec: TaskSpec, to_device: Callable[[HostBatch], Batch]) -> None:
         ds, size = job.dataset, job.model.image_size
         root = ds.path
-        self.train = load_images(resolve_split(root, "train"), size, ds.num_samples, annotated_only=True)
-        self.test = load_images(resolve_split(root, "val"), size, ds.eval_samples, annotated_only=False)
+        skip = job.data.skip_bad_boxes
+        self.train = load_images(
+            resolve_split(root, "train", skip), size, ds.num_samples, annotated_only=True
+        )
+        self.test = load_images(resolve_split(root, "val", skip), size, ds.eval_samples, annotated_only=False)
         self.dboxes = default_boxes_for(size)
         self.plan = EpochPlan(job.schedule.seed, job.batch_size, hflip=job.data.hflip)
         self.steps_per_epoch = self.plan.steps(len(self.train.images))
@@ -186,7 +189,8 @@ def check_memory_set(job: JobConfig) -> dict[str, Any]:
         ds.path = resolve_path(job)  # written back: the worker reads exactly the folder checked here
     except ConfigError as exc:
         raise ConfigError(f"{exc} (or {MAKE_HINT})") from None
-    train, val = resolve_split(ds.path, "train"), resolve_split(ds.path, "val")
+    skip = job.data.skip_bad_boxes
+    train, val = resolve_split(ds.path, "train", skip), resolve_split(ds.path, "val", skip)
     classes = len(train.data["categories"])
     if classes >= job.model.num_classes:
         raise ConfigError(
@@ -205,4 +209,5 @@ def check_memory_set(job: JobConfig) -> dict[str, Any]:
         "dataset.found_samples": images,
         "dataset.eval_samples": min(val.num_images, ds.eval_samples or val.num_images),
         "dataset.found_classes": classes,
+        "dataset.skipped_boxes": train.skipped_boxes + val.skipped_boxes,
     }

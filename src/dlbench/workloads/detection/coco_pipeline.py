@@ -66,11 +66,12 @@ class CocoPipeline:
         num_shards: int = 1,
         prefetch: int = 2,
         skip_corrupt: bool = False,
+        skip_bad_boxes: bool = False,
         decode: str = "cpu",
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout={layout!r}: use one of {LAYOUTS}")
-        self.coco = coco_layout.resolve_split(root, "train" if train else "val")
+        self.coco = coco_layout.resolve_split(root, "train" if train else "val", skip_bad_boxes)
         self.train, self.batch_size, self.dboxes = train, batch_size, dboxes
         self.device_id, self.layout, self.dtype, self.decode = device_id, layout, dtype, decode
         self._tmp = tempfile.mkdtemp(prefix="dlbench-coco-")
@@ -80,6 +81,10 @@ class CocoPipeline:
             self.skipped = len(bad)
             if bad:
                 self.coco = coco_layout.without_images(self.coco, set(bad), self._tmp)
+        if self.coco.skipped_boxes and not self.coco.annotations_file.startswith(
+            self._tmp
+        ):  # DALI reads a file
+            self.coco = coco_layout.without_images(self.coco, set(), self._tmp)
         reader = dict(shard_id=shard_id, num_shards=num_shards, seed=seed)
         self.pipe = Pipeline(
             batch_size=batch_size,
@@ -101,7 +106,8 @@ class CocoPipeline:
             resolve_path(job), job.batch_size, default_boxes_for(job.model.image_size),
             train=job.mode != "infer", device_id=device_id, layout=layout, dtype=dtype,
             num_threads=d.num_threads, seed=d.seed, shard_id=d.shard_id, num_shards=d.num_shards,
-            prefetch=d.prefetch, skip_corrupt=d.skip_corrupt, decode=decode_device(job, device_id),
+            prefetch=d.prefetch, skip_corrupt=d.skip_corrupt, skip_bad_boxes=d.skip_bad_boxes,
+            decode=decode_device(job, device_id),
         )  # fmt: skip
 
     @property

@@ -21,7 +21,7 @@ def check_coco(job: Any) -> dict[str, Any]:
     check_data_settings(job)
     ds = job.dataset
     ds.path = resolve_path(job)
-    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train")
+    split = coco.resolve_split(ds.path, "val" if job.mode == "infer" else "train", job.data.skip_bad_boxes)
     classes = len(split.data["categories"])
     if classes >= job.model.num_classes:
         raise ConfigError(
@@ -39,6 +39,7 @@ def check_coco(job: Any) -> dict[str, Any]:
         "dataset.split": split.name,
         "dataset.found_samples": images,
         "dataset.found_classes": classes,
+        "dataset.skipped_boxes": split.skipped_boxes,
     }
 
 

@@ -7,10 +7,11 @@ text and its pieces carry the spaces, so `decode` gives detokenised text ready f
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlbench.workloads.translation.parallel_text import corpus_files
+from dlbench.workloads.translation.parallel_text import check_aligned
 from dlbench.workloads.translation.transformer import BOS, EOS, PAD, UNK
 
 PIP_INSTALL = "pip install sentencepiece==0.2.3"
@@ -28,16 +29,30 @@ def _spm():
     return sentencepiece
 
 
+def corpus_digest(files: Sequence[Path]) -> str:
+    """A digest of the files' bytes (and their order): what a cached BPE model was built from."""
+    h = hashlib.sha256()
+    for file in files:
+        h.update(file.name.encode() + b"\0")
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
 def train_bpe(
     corpus: str | Path, src: str, tgt: str, vocab_size: int, model_dir: str | Path, threads: int = 2
 ) -> Path:
-    """Train BPE on train.<src> + train.<tgt>; returns the .model path (model_dir/bpe<vocab>.model).
-    Reuses a model already there, since training takes tens of seconds on the Bible pairs."""
-    model = Path(model_dir) / f"bpe{vocab_size}.model"
+    """Train BPE on train.<src> + train.<tgt>; returns the .model path (model_dir/bpe<vocab>-<digest>.model).
+    Reuses a model built from the same bytes (training takes tens of seconds on the Bible pairs); an
+    edited or different corpus has another digest, so it gets its own model, never a stale one. The two
+    files' line counts are compared first: misaligned files are refused before BPE reads them."""
+    files = check_aligned(corpus, src, tgt, "train")
+    model = Path(model_dir) / f"bpe{vocab_size}-{corpus_digest(files)}.model"
     if model.is_file():
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
-    inputs = [str(f) for f in corpus_files(corpus, src, tgt, "train")]
+    inputs = [str(f) for f in files]
     _spm().SentencePieceTrainer.train(
         input=inputs,
         model_prefix=str(model.with_suffix("")),

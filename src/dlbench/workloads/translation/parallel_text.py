@@ -49,16 +49,36 @@ def corpus_files(path: str | Path, src: str, tgt: str, split: str = "train") -> 
     return files
 
 
+def _misaligned(path: str | Path, src_file: Path, n_src: int, tgt_file: Path, n_tgt: int) -> ConfigError:
+    return ConfigError(
+        f"dataset.path={path}: {src_file.name} has {n_src} lines but {tgt_file.name} has {n_tgt}; the two "
+        "files must be aligned line by line"
+    )
+
+
+def _count_lines(file: Path) -> int:
+    """Lines as str.splitlines counts them for these files (a last line without a newline counts)."""
+    with open(file, encoding="utf-8", newline="") as f:
+        return sum(1 for _ in f)
+
+
+def check_aligned(path: str | Path, src: str, tgt: str, split: str = "train") -> tuple[Path, Path]:
+    """The split's two files, after a cheap line count (no decoding into pairs): a corpus whose files are
+    not aligned is refused before anything expensive (BPE training) reads it."""
+    src_file, tgt_file = corpus_files(path, src, tgt, split)
+    n_src, n_tgt = _count_lines(src_file), _count_lines(tgt_file)
+    if n_src != n_tgt:
+        raise _misaligned(path, src_file, n_src, tgt_file, n_tgt)
+    return src_file, tgt_file
+
+
 def read_pairs(path: str | Path, src: str, tgt: str, split: str = "train", limit: int | None = None):
     """[(source, target)] of a two-file corpus; unequal line counts are a one-line ConfigError."""
     src_file, tgt_file = corpus_files(path, src, tgt, split)
     sources = src_file.read_text(encoding="utf-8").splitlines()
     targets = tgt_file.read_text(encoding="utf-8").splitlines()
     if len(sources) != len(targets):
-        raise ConfigError(
-            f"dataset.path={path}: {src_file.name} has {len(sources)} lines but {tgt_file.name} has "
-            f"{len(targets)}; the two files must be aligned line by line"
-        )
+        raise _misaligned(path, src_file, len(sources), tgt_file, len(targets))
     pairs = list(zip(sources, targets, strict=True))
     return pairs[:limit] if limit is not None else pairs
 

@@ -23,7 +23,13 @@ from dlbench.core.names import project_relative
 from dlbench.data.synthetic import HostBatch
 from dlbench.errors import ConfigError
 from dlbench.workloads.translation.bpe import BPE, train_bpe
-from dlbench.workloads.translation.parallel_text import APT_INSTALL, CorpusMissing, corpus_files, read_pairs
+from dlbench.workloads.translation.parallel_text import (
+    APT_INSTALL,
+    CorpusMissing,
+    check_aligned,
+    corpus_files,
+    read_pairs,
+)
 from dlbench.workloads.translation.token_batches import Batch, TokenBatches, synthetic_pairs
 
 SYNTHETIC_PAIRS = 4096  # distinct synthetic sentences a run cycles through
@@ -60,7 +66,8 @@ def split_for(job: Any) -> str:
 
 
 def check_corpus(job: Any) -> dict[str, Any]:
-    """The orchestrator's check before a worker starts: path, the two files, the languages."""
+    """The orchestrator's check before a worker starts: path, the two files (aligned line by line: a
+    cheap count before the worker trains BPE on them), the languages."""
     src, tgt = languages(job.dataset.name)
     path = corpus_path(job)
     if not path.exists():
@@ -68,7 +75,7 @@ def check_corpus(job: Any) -> dict[str, Any]:
             f"dataset={job.dataset.name}: {path} does not exist; make it with `{PREPARE} --out {path}` "
             f"(it needs `{APT_INSTALL}`) or point dataset.path at a two-file corpus"
         )
-    corpus_files(path, src, tgt, split_for(job))
+    check_aligned(path, src, tgt, split_for(job))
     if job.mode == "converge":  # BLEU on the held-out pairs (workloads/translation/epochs.py)
         corpus_files(path, src, tgt, "valid")
     job.dataset.path = str(path)
