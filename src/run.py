@@ -31,6 +31,8 @@ try:
     from dlbench.orchestrator import JobContext, run_job
     from dlbench.overrides import check_overrides
     from dlbench.tracking import sweep
+
+    signals.check()  # a signal during the imports: stop before anything is made
 except KeyboardInterrupt as exc:
     print(f"dlbench: stopped by {getattr(exc, 'name', 'SIGINT')} while starting; nothing was recorded")
     sys.exit(signals.exit_code(exc))
@@ -81,7 +83,9 @@ def cli() -> int:
             print(f"dlbench: {refused}", file=sys.stderr)
             return 2
         hydra_main(tally)()
+        signals.check()  # a signal during the last job's cleanup still ends the sweep KILLED
         sweep.finish_sweep(tally)  # a multirun's parent: counts, report, status (no-op otherwise)
+        signals.check()
     except KeyboardInterrupt as exc:
         sweep.close_parent("KILLED")
         name = getattr(exc, "name", "SIGINT")

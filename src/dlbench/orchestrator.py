@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dlbench import events
+from dlbench import events, signals
 from dlbench.backends import capability
 from dlbench.backends.threads import thread_env
 from dlbench.config import JobConfig, validate
@@ -55,6 +55,7 @@ class JobContext:
 def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
     """Run one job to completion, count it in `tally`; return its MLflow status. Raises
     KeyboardInterrupt (signals.Interrupted) after cleanup."""
+    signals.check()  # a safe point: between jobs, before anything of this one is made
     if tally.abort:
         log.warning("%s: skipped (fail_fast=true and an earlier job failed)", ctx.label)
         return "SKIPPED"
@@ -170,6 +171,7 @@ class JobRunner:
             self.recording.open(self.ctx.config_yaml, self.ctx.overrides, self.data_facts, self.notes)
             self.sampler, gpu = self._start_telemetry()
             for repeat in range(self.job.schedule.repeats):
+                signals.check()  # a safe point: the run exists and will be closed KILLED
                 status, failure = self._run_worker(repeat)
                 if status != "FINISHED":
                     break
@@ -180,11 +182,12 @@ class JobRunner:
             failure = Failure("crash", f"orchestrator error: {type(exc).__name__}: {exc}")
             raise
         finally:
-            samples = self.sampler.stop() if self.sampler else []
-            if gpu is not None:
-                gpu.close()
-            if self.recording.run is not None:
-                self.recording.finish(status, failure, self.records, samples)
+            with signals.held():  # closing the run is not cut short by the alarm
+                samples = self.sampler.stop() if self.sampler else []
+                if gpu is not None:
+                    gpu.close()
+                if self.recording.run is not None:
+                    self.recording.finish(status, failure, self.records, samples)
         return status
 
     def _run_worker(self, repeat: int) -> tuple[str, Failure | None]:

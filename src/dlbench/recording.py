@@ -220,7 +220,8 @@ class JobRecording:
         run.tags(tags)
         warmups = [span for r in records if (span := r.warmup_span())]
         png = self.dir / "telemetry.png"
-        if plot_telemetry(samples, png, records[0].t_start, warmups, f"{self.label}: {run.run_id}"):
+        t0 = records[0].t_start if records else None  # none: stopped before its first worker started
+        if t0 is not None and plot_telemetry(samples, png, t0, warmups, f"{self.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
         env = {

@@ -1,13 +1,11 @@
-"""Issue #10's pure functions: masking secrets, refusing unknown keys, deferring signals, threads."""
+"""Issue #10's pure functions: masking secrets, refusing unknown keys, threads."""
 
 from __future__ import annotations
 
 import os
-import signal
 
 import pytest
 
-from dlbench import signals
 from dlbench.backends.threads import available_cpus, resolve, thread_env
 from dlbench.config import register_configs
 from dlbench.core.secrets import is_secret_name, mask
@@ -84,19 +82,6 @@ def test_known_keys_groups_hydra_keys_and_flag_values_pass():
             "framework=choice(tf,torch)"]  # fmt: skip
     assert check_overrides(argv) is None
     assert check_overrides(["--config-dir", "extra", "model=mine"]) is None  # options from elsewhere
-
-
-def test_a_signal_inside_held_is_raised_when_it_ends():
-    signals.install()
-    try:
-        with pytest.raises(signals.Interrupted) as caught, signals.held():
-            os.kill(os.getpid(), signal.SIGTERM)
-            reached = True  # the body is not cut short
-        assert reached and caught.value.exit_code == 143
-        os.kill(os.getpid(), signal.SIGINT)  # a later signal during cleanup: noted, not raised
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def test_threads_default_to_the_affinity_and_reach_every_framework_env():

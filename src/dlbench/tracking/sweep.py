@@ -183,8 +183,10 @@ def finish_sweep(tally: SweepTally) -> None:
             JOBS_NOT_RUN_TAG: len(tally.not_run),
         }
     )
+    signals.check()  # safe points around the report: an interrupt now ends the sweep KILLED
     if sweep.report:
         log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report")
+    signals.check()
     close_parent("FAILED" if tally.failed else "FINISHED")
     os.environ.pop(PARENT_ENV, None)
 
@@ -212,6 +214,7 @@ def close_parent(status: str) -> None:
         return
     STATE.closed = True
     try:
-        STATE.parent.finish(status)
+        with signals.held():  # not cut short by the alarm: the parent must not stay RUNNING
+            STATE.parent.finish(status)
     except Exception as exc:  # the store may be what failed; never mask the original problem
         log.warning("could not mark the parent run %s: %s", status, exc)

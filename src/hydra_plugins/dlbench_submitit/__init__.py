@@ -98,8 +98,11 @@ class DlbenchLocalLauncher(_DlbenchJobs, LocalLauncher):
     """The same path on this machine, one job at a time."""
 
     def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from dlbench import signals
+
         returns: list[JobReturn] = []
         for i, overrides in enumerate(job_overrides):
+            signals.check()  # a safe point between jobs (waiting on one, the signals' alarm stops us)
             ret = LocalLauncher.launch(self, [overrides], initial_job_idx + i)
             returns += ret
             if self.config is not None and self.config.get("fail_fast") and _failed(ret[0]):
