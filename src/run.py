@@ -28,6 +28,8 @@ try:
     from omegaconf import DictConfig, OmegaConf
 
     from dlbench.config import JobConfig, register_configs
+    from dlbench.core.masked_output import mask_output
+    from dlbench.core.secrets import hide_in_overrides
     from dlbench.orchestrator import JobContext, run_job
     from dlbench.overrides import check_overrides
     from dlbench.tracking import sweep
@@ -75,7 +77,8 @@ def _expand_mlproject_args(argv: list[str]) -> list[str]:
 
 
 def cli() -> int:
-    sys.argv = _expand_mlproject_args(sys.argv)
+    sys.argv = hide_in_overrides(_expand_mlproject_args(sys.argv))  # Hydra never sees a secret
+    mask_output()  # nor prints one: MLflow's and urllib3's lines carry the resolved URI
     tally = sweep.SweepTally()
     try:
         refused = check_overrides(sys.argv[1:])

@@ -8,7 +8,7 @@ import pytest
 
 from dlbench.backends.threads import available_cpus, resolve, thread_env
 from dlbench.config import register_configs
-from dlbench.core.secrets import is_secret_name, mask
+from dlbench.core.secrets import HIDDEN_ENV, hide_in_overrides, is_secret_name, mask
 from dlbench.overrides import check_overrides
 
 
@@ -99,3 +99,32 @@ def test_a_plain_postgresql_uri_is_told_the_installed_driver(tmp_path):
     message = str(refused.value)
     assert "use postgresql+psycopg2://u:***@127.0.0.1:9/db?password=***" in message
     assert "pw123" not in message and "pw456" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "value"),
+    [
+        ("tracking.uri='postgresql://u:pw1@h:9/db?password=pw2'", "tracking.uri", "postgresql://u:pw1@h:9/db?password=pw2"),
+        ("tracking.uri=http://u:pw3@127.0.0.1:9/", "tracking.uri", "http://u:pw3@127.0.0.1:9/"),
+        ('dataset.path="https://h/x?X-Amz-Signature=s1&token=t2&v=1"', "dataset.path", "https://h/x?X-Amz-Signature=s1&token=t2&v=1"),
+    ],
+)  # fmt: skip
+def test_a_secret_hidden_from_hydra_is_resolved_for_the_job(compose, monkeypatch, override, key, value):
+    from omegaconf import OmegaConf
+
+    for i in range(1, 10):  # absent again after the test
+        monkeypatch.delenv(f"{HIDDEN_ENV}{i}", raising=False)
+    (hidden,) = hide_in_overrides([override])
+    assert not any(part in hidden for part in ("pw1", "pw2", "pw3", "s1&", "t2")) and "${oc.env:" in hidden
+    assert "***" in mask(hidden) and "oc.env" not in mask(hidden)  # how it is shown
+    cfg = OmegaConf.to_container(compose([hidden]), resolve=True)
+    group, name = key.split(".")
+    assert cfg[group][name] == value
+    assert hide_in_overrides(["-m", "model=vgg16", hidden]) == ["-m", "model=vgg16", hidden]  # once only
+
+
+def test_the_ui_link_carries_no_credentials_and_no_query():
+    from dlbench.tracking.ui_records import ui_url
+
+    link = ui_url("https://u:pw3@mlflow.example:8443/base/?token=t9", "7")
+    assert link == "https://mlflow.example:8443/base/#/experiments/7/runs?workflowType=machine_learning"

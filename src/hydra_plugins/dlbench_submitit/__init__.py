@@ -70,8 +70,10 @@ class _DlbenchJobs:
     def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:
         """Runs in the job's own process, where submitit ignores SIGTERM and requeues on SIGUSR2."""
         from dlbench import signals
+        from dlbench.core.masked_output import mask_output
 
         signals.install(extra=(signal.SIGUSR2,))
+        mask_output()  # the job resolves the secrets the sweep's command line hid (dlbench.core.secrets)
         try:
             return super().__call__(*args, **kwargs)  # type: ignore[misc]
         except KeyboardInterrupt as exc:  # the run is closed KILLED already (orchestrator)
