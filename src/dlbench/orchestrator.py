@@ -27,7 +27,7 @@ from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
 from dlbench.progress import Progress
-from dlbench.recording import JobRecording, parent_and_experiment
+from dlbench.recording import JobRecording, job_logs, parent_and_experiment
 from dlbench.results import Failure, RepeatRecord
 from dlbench.supervisor import Worker, WorkerTimeout
 from dlbench.telemetry.guards import ProcessWatch, refuse_if_busy
@@ -231,8 +231,17 @@ class JobRunner:
             log.error("%s: %s: %s", self.ctx.label, failure.kind, failure.message)
             return "FAILED", failure
         reason = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-        log.error("%s: worker died (%s); see %s", self.ctx.label, reason, self.dir / "worker.log")
-        return "FAILED", Failure("crash", f"worker died ({reason}); see worker_tail.log")
+        worker_log, job_log = self.dir / "worker.log", ", ".join(str(p) for p in job_logs()) or "the console"
+        if worker_log.exists() and worker_log.stat().st_size > 0:
+            here, there = (
+                f"see {worker_log} and {job_log}",
+                "see worker_tail.log (its last lines) and the job's log",
+            )
+        else:
+            here = f"it printed nothing (worker.log is empty); the job's log: {job_log}"
+            there = "it printed nothing; see the job's log"
+        log.error("%s: worker died (%s); %s", self.ctx.label, reason, here)
+        return "FAILED", Failure("crash", f"worker died ({reason}); {there}")
 
     def _on_event(self, ev: dict[str, Any]) -> None:
         kind, rec, first = ev["event"], self.rec, len(self.records) == 1

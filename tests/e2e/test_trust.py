@@ -277,3 +277,40 @@ def test_a_dead_tracking_server_fails_in_seconds_in_one_masked_line(cli):
     [line] = [x for x in out.splitlines() if "is not reachable" in x]
     assert f"127.0.0.1:{port}" in line and "start it (make server)" in line
     assert "pw321" not in line and "tok789" not in line and "Traceback" not in out
+
+
+def test_a_worker_killed_by_sigkill_leaves_its_last_output_in_the_logs_it_names(cli):
+    started = Started(cli, [*TINY, "debug.fault=hang"])
+    worker_log = cli.tmp / "sweep" / "0" / "worker.log"
+    try:
+        deadline = time.monotonic() + 300
+        while "until killed" not in (worker_log.read_text() if worker_log.exists() else ""):
+            assert started.proc.poll() is None and time.monotonic() < deadline, started.output[-3000:]
+            time.sleep(0.2)
+        (worker,) = workers_under(cli.tmp)
+        worker.kill()  # SIGKILL: nothing of the worker runs after it
+        assert started.finish(timeout=120) == 1, started.output[-3000:]
+    finally:
+        started.kill()
+    (line,) = [x for x in started.output.splitlines() if "worker died (signal 9)" in x]
+    assert f"see {worker_log}" in line and "run.log" in line
+    (kid,) = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
+    assert "see worker_tail.log" in kid.data.tags["failure.message"]
+    client = cli.client()
+    files = {a.path for a in client.list_artifacts(kid.info.run_id)}
+    assert {"worker.log", "worker_tail.log", "run.log"} <= files
+    get = lambda name: Path(client.download_artifacts(kid.info.run_id, name, str(cli.tmp))).read_text()  # noqa: E731
+    assert "until killed" in get("worker_tail.log") and "(stderr)" in get("worker_tail.log")
+    assert "warm-up step 1/" in get("run.log")
+
+
+def test_a_worker_that_printed_nothing_says_so_and_names_the_jobs_log(cli):
+    res = cli.run(["debug.fault=abort", *TINY])
+    assert res.returncode == 1
+    (line,) = [x for x in (res.stdout + res.stderr).splitlines() if "worker died" in x]
+    assert (
+        "it printed nothing (worker.log is empty)" in line
+        and str(cli.tmp / "sweep" / "0" / "run.log") in line
+    )
+    (kid,) = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
+    assert "run.log" in {a.path for a in cli.client().list_artifacts(kid.info.run_id)}
