@@ -230,6 +230,8 @@ def test_threads_are_recorded_as_the_framework_reports_them(cli):
         assert kid.data.params["threads.intra_op"] == "1" and kid.data.params["threads.inter_op"] == "1"
     report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
     assert "CPU threads" in report and "| 1/1 |" in report
+    parent = sweep_parent(runs).info.run_id
+    assert f"`{parent}` (FINISHED)" in report  # written before the close: the status the parent then got
 
 
 def test_an_interrupt_before_any_run_says_nothing_was_recorded(cli):

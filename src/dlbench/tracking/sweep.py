@@ -183,21 +183,25 @@ def finish_sweep(tally: SweepTally) -> None:
             JOBS_NOT_RUN_TAG: len(tally.not_run),
         }
     )
+    status = "FAILED" if tally.failed else "FINISHED"
     signals.check()  # safe points around the report: an interrupt now ends the sweep KILLED
     if sweep.report:
-        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report")
+        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report", status)
     signals.check()
-    close_parent("FAILED" if tally.failed else "FINISHED")
+    close_parent(status)
     os.environ.pop(PARENT_ENV, None)
 
 
-def log_report(parent: RunLogger, uri: str, out_dir: Path) -> None:
-    """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`.
-    A report problem is a warning, never a failed sweep: the measurements are already safe."""
+def log_report(parent: RunLogger, uri: str, out_dir: Path, status: str | None = None) -> None:
+    """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`;
+    `status`: what the parent is closed with right after. A report problem is a warning, never a failed
+    sweep: the measurements are already safe."""
     try:
         from dlbench.report import build_report  # pandas and matplotlib only when a report is made
 
-        report = build_report(parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False)
+        report = build_report(
+            parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False, parent_status=status
+        )
         for path in report.files:
             parent.artifact(path, "report")
         log_results_table(parent.client, parent.run_id, report.analysis.frame())
