@@ -316,3 +316,12 @@ def test_a_worker_that_printed_nothing_says_so_and_names_the_jobs_log(cli):
     )
     (kid,) = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
     assert "run.log" in {a.path for a in cli.client().list_artifacts(kid.info.run_id)}
+
+
+@pytest.mark.parametrize("bad", ["dataset.path=/data/café", "tracking.uri=http://h:5000/?a=1"])
+def test_a_value_hydra_cannot_read_is_one_line_with_the_quoting_hint(cli, bad):
+    res = cli.run([*TINY, bad])
+    out = res.stdout + res.stderr
+    assert res.returncode == 2 and "Traceback" not in out and "LexerNoViableAltException" not in out
+    assert out.strip().count("\n") == 0 and "quote the value for Hydra" in out, out
+    assert not cli.db.exists()

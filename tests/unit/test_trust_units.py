@@ -128,3 +128,18 @@ def test_the_ui_link_carries_no_credentials_and_no_query():
 
     link = ui_url("https://u:pw3@mlflow.example:8443/base/?token=t9", "7")
     assert link == "https://mlflow.example:8443/base/#/experiments/7/runs?workflowType=machine_learning"
+
+
+@pytest.mark.parametrize(
+    ("override", "char", "fixed"),
+    [
+        ("dataset.path=/data/café", "'é'", "\"dataset.path='/data/café'\""),
+        ("tracking.uri=http://h:5000/?a=1", "mismatched input '='", "\"tracking.uri='http://h:5000/?a=1'\""),
+        ("dataset.path=/it's/é", '"\'"', "'dataset.path=\"/it's/é\"'"),
+    ],
+)
+def test_a_value_hydra_cannot_read_is_one_line_with_the_quoting_fix(override, char, fixed):
+    register_configs()
+    refused = check_overrides(["-m", override])
+    assert char in refused and fixed in refused and "\n" not in refused
+    assert check_overrides(["-m", fixed[1:-1]]) is None  # the fix (what the shell passes on) is accepted
