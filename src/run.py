@@ -28,9 +28,13 @@ try:
     from omegaconf import DictConfig, OmegaConf
 
     from dlbench.config import JobConfig, register_configs
+    from dlbench.core.masked_output import mask_output
+    from dlbench.core.secrets import hide_in_overrides
     from dlbench.orchestrator import JobContext, run_job
     from dlbench.overrides import check_overrides
     from dlbench.tracking import sweep
+
+    signals.check()  # a signal during the imports: stop before anything is made
 except KeyboardInterrupt as exc:
     print(f"dlbench: stopped by {getattr(exc, 'name', 'SIGINT')} while starting; nothing was recorded")
     sys.exit(signals.exit_code(exc))
@@ -73,7 +77,8 @@ def _expand_mlproject_args(argv: list[str]) -> list[str]:
 
 
 def cli() -> int:
-    sys.argv = _expand_mlproject_args(sys.argv)
+    sys.argv = hide_in_overrides(_expand_mlproject_args(sys.argv))  # Hydra never sees a secret
+    mask_output()  # nor prints one: MLflow's and urllib3's lines carry the resolved URI
     tally = sweep.SweepTally()
     try:
         refused = check_overrides(sys.argv[1:])
@@ -81,7 +86,9 @@ def cli() -> int:
             print(f"dlbench: {refused}", file=sys.stderr)
             return 2
         hydra_main(tally)()
+        signals.check()  # a signal during the last job's cleanup still ends the sweep KILLED
         sweep.finish_sweep(tally)  # a multirun's parent: counts, report, status (no-op otherwise)
+        signals.check()
     except KeyboardInterrupt as exc:
         sweep.close_parent("KILLED")
         name = getattr(exc, "name", "SIGINT")

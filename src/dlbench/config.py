@@ -165,7 +165,8 @@ class GuardConfig:
 @dataclass
 class DebugConfig:
     # Fault injection for the failure paths' tests: "abort" makes the worker abort (SIGABRT) at its
-    # first timed step; "nan_loss" makes it report a NaN loss for every window. Never set in a real run.
+    # first timed step, "hang" makes it print a line and wait there to be killed; "nan_loss" makes it report
+    # a NaN loss for every window. Never set in a real run.
     fault: str | None = None
 
 
@@ -279,7 +280,10 @@ def validate(job: JobConfig) -> None:
             job.threads is None or job.threads >= 1,
             f"threads={job.threads}: use 1 or more, or null (all CPUs)",
         ),
-        (job.debug.fault in (None, "abort", "nan_loss"), "debug.fault: only null, abort or nan_loss"),
+        (
+            job.debug.fault in (None, "abort", "hang", "nan_loss"),
+            "debug.fault: only null, abort, hang or nan_loss",
+        ),
         (
             job.execution in EXECUTIONS,
             f"execution={job.execution!r}: use eager or compiled (or null: the framework's own knobs)",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dlbench import events
+from dlbench import events, signals
 from dlbench.backends import capability
 from dlbench.backends.interpreter import worker_python
 from dlbench.backends.threads import thread_env
@@ -27,7 +27,7 @@ from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
 from dlbench.progress import Progress
-from dlbench.recording import JobRecording, parent_and_experiment
+from dlbench.recording import JobRecording, job_logs, parent_and_experiment
 from dlbench.results import Failure, RepeatRecord
 from dlbench.supervisor import Worker, WorkerTimeout
 from dlbench.telemetry.guards import ProcessWatch, refuse_if_busy
@@ -55,6 +55,7 @@ class JobContext:
 def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
     """Run one job to completion, count it in `tally`; return its MLflow status. Raises
     KeyboardInterrupt (signals.Interrupted) after cleanup."""
+    signals.check()  # a safe point: between jobs, before anything of this one is made
     if tally.abort:
         log.warning("%s: skipped (fail_fast=true and an earlier job failed)", ctx.label)
         return "SKIPPED"
@@ -171,6 +172,7 @@ class JobRunner:
             self.recording.open(self.ctx.config_yaml, self.ctx.overrides, self.data_facts, self.notes)
             self.sampler, gpu = self._start_telemetry()
             for repeat in range(self.job.schedule.repeats):
+                signals.check()  # a safe point: the run exists and will be closed KILLED
                 status, failure = self._run_worker(repeat)
                 if status != "FINISHED":
                     break
@@ -181,11 +183,12 @@ class JobRunner:
             failure = Failure("crash", f"orchestrator error: {type(exc).__name__}: {exc}")
             raise
         finally:
-            samples = self.sampler.stop() if self.sampler else []
-            if gpu is not None:
-                gpu.close()
-            if self.recording.run is not None:
-                self.recording.finish(status, failure, self.records, samples)
+            with signals.held():  # closing the run is not cut short by the alarm
+                samples = self.sampler.stop() if self.sampler else []
+                if gpu is not None:
+                    gpu.close()
+                if self.recording.run is not None:
+                    self.recording.finish(status, failure, self.records, samples)
         return status
 
     def _run_worker(self, repeat: int) -> tuple[str, Failure | None]:
@@ -230,8 +233,17 @@ class JobRunner:
             log.error("%s: %s: %s", self.ctx.label, failure.kind, failure.message)
             return "FAILED", failure
         reason = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-        log.error("%s: worker died (%s); see %s", self.ctx.label, reason, self.dir / "worker.log")
-        return "FAILED", Failure("crash", f"worker died ({reason}); see worker_tail.log")
+        worker_log, job_log = self.dir / "worker.log", ", ".join(str(p) for p in job_logs()) or "the console"
+        if worker_log.exists() and worker_log.stat().st_size > 0:
+            here, there = (
+                f"see {worker_log} and {job_log}",
+                "see worker_tail.log (its last lines) and the job's log",
+            )
+        else:
+            here = f"it printed nothing (worker.log is empty); the job's log: {job_log}"
+            there = "it printed nothing; see the job's log"
+        log.error("%s: worker died (%s); %s", self.ctx.label, reason, here)
+        return "FAILED", Failure("crash", f"worker died ({reason}); {there}")
 
     def _on_event(self, ev: dict[str, Any]) -> None:
         kind, rec, first = ev["event"], self.rec, len(self.records) == 1

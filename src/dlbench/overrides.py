@@ -29,6 +29,8 @@ def check_overrides(argv: list[str]) -> str | None:
     # options may come from another config folder (--config-dir, hydra.searchpath): Hydra's to check then
     own_options = not any(w in ("--config-dir", "-cd") or w.startswith("hydra.searchpath") for w in argv)
     for override in _overrides(argv):
+        if unreadable := _parse_problem(override):
+            return unreadable
         key = override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
         if (
             own_options
@@ -70,6 +72,34 @@ def _check_options(group: str, value: str, override: str) -> str | None:
         return (
             f"{group}={choice} is not an option in `{override}`: {hint}(options: {', '.join(options)}; "
             "nothing was run or recorded)"
+        )
+    return None
+
+
+def _parse_problem(override: str) -> str | None:
+    """One line with the quoting fix when Hydra's grammar cannot read the override (an unquoted `é`, `?` or
+    `=` in a value: Hydra says LexerNoViableAltException or "mismatched input" and nothing else)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        OverridesParser.create().parse_overrides([override])
+    except OverrideParseException as exc:
+        lines = str(exc).splitlines()
+        prefix = "LexerNoViableAltException: "
+        if lines[0].startswith(prefix) and len(lines) > 1 and "^" in lines[1]:
+            at = lines[1].index("^") - len(prefix)
+            char = f"the character {override[at]!r}" if 0 <= at < len(override) else "a character"
+            what = f"{char} is not allowed unquoted"
+        else:
+            what = f"Hydra says: {lines[0].rstrip('.')}"
+        key, _, value = override.partition("=")
+        quote = '"' if "'" in value else "'"
+        fixed = f"{key}={quote}{value}{quote}"
+        shell = '"' if quote == "'" else "'"
+        return (
+            f"cannot read `{override}` ({what}): quote the value for Hydra, inside the shell's quotes: "
+            f"{shell}{fixed}{shell} (nothing was run or recorded)"
         )
     return None
 

@@ -61,6 +61,16 @@ def parent_and_experiment(experiment_id: str) -> tuple[str | None, str]:
     return os.environ.get(PARENT_ENV), experiment_id
 
 
+def job_logs() -> list[Path]:
+    """The files this process logs to (Hydra's job log, run.log), flushed: where the job's own lines are."""
+    out = []
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.flush()
+            out.append(Path(handler.baseFilename))
+    return out
+
+
 class JobRecording:
     """The child run of one job (all its repeats)."""
 
@@ -220,7 +230,8 @@ class JobRecording:
         run.tags(tags)
         warmups = [span for r in records if (span := r.warmup_span())]
         png = self.dir / "telemetry.png"
-        if plot_telemetry(samples, png, records[0].t_start, warmups, f"{self.label}: {run.run_id}"):
+        t0 = records[0].t_start if records else None  # none: stopped before its first worker started
+        if t0 is not None and plot_telemetry(samples, png, t0, warmups, f"{self.label}: {run.run_id}"):
             run.artifact(png)
         run.artifact(self.dir / "telemetry.csv")
         env = {
@@ -234,6 +245,8 @@ class JobRecording:
         run.artifact(self.dir / "environment.json")
         log_path = self.dir / "worker.log"
         run.artifact(log_path)
+        for path in job_logs():  # the orchestrator's side (Hydra's run.log): what the job did, masked
+            run.artifact(path)
         if status != "FINISHED" and log_path.exists():
             tail = deque(log_path.read_text(errors="replace").splitlines(), maxlen=LOG_TAIL_LINES)
             run.text("\n".join(tail) + "\n", "worker_tail.log")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dlbench import signals
 from dlbench.core.names import SRC_DIR
 from dlbench.errors import ConfigError
 from dlbench.events import EventReader
@@ -64,15 +65,19 @@ class Worker:
 
     def events(self, deadline: float) -> Iterator[dict[str, Any]]:
         """Yield events until the worker closes the pipe or exits; WorkerTimeout past `deadline`
-        (a time.monotonic() value)."""
+        (a time.monotonic() value). A signal wakes the wait (signals' self-pipe) and is raised here, a
+        safe point, as signals.Interrupted."""
         assert self.proc is not None and self._read_fd is not None
         reader = EventReader()
+        wake = signals.wake_fd()
+        watched = [self._read_fd] + ([wake] if wake is not None else [])
         while True:
+            signals.check()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise WorkerTimeout
-            ready, _, _ = select.select([self._read_fd], [], [], min(remaining, 0.5))
-            if ready:
+            ready, _, _ = select.select(watched, [], [], min(remaining, 0.5))
+            if self._read_fd in ready:
                 chunk = os.read(self._read_fd, 1 << 16)
                 if not chunk:
                     return

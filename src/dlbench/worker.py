@@ -102,7 +102,7 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         threads=threads,
     )
     try:
-        fault = os.abort if job.debug.fault == "abort" else None
+        fault = {"abort": os.abort, "hang": _hang}.get(job.debug.fault)
         if job.debug.fault == "nan_loss":  # what a diverged training reports
             bench.loss = lambda: float("nan")
         if job.mode == "converge":  # epochs to quality; no warm-up: it would train off the seeded plan
@@ -122,6 +122,13 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         emit.emit(events.DONE, precision=precision, run=run_facts, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
+
+
+def _hang() -> None:
+    """debug.fault=hang: say so on stdout and stderr, then wait to be killed (what kill -9 leaves)."""
+    print("dlbench worker: debug.fault=hang: waiting here until killed", flush=True)
+    print("dlbench worker: debug.fault=hang (stderr)", file=sys.stderr, flush=True)
+    time.sleep(24 * 3600)
 
 
 def missing_module_message(plain: dict, exc: ModuleNotFoundError) -> str:

@@ -182,27 +182,6 @@ def test_sweeps_started_together_on_a_new_store_all_land(tmp_path, sweeps):
     assert f"all {sweeps} sweeps landed" in res.stdout
 
 
-def test_no_secret_reaches_the_store_the_artifacts_or_the_report(cli, server, tmp_path):  # noqa: F811
-    planted = "PLANTED-pw-8731"
-    uri = server["url"].replace("http://", f"http://alice:{planted}@")
-    overrides = ["precision=fp32,bf16", *TINY, f"dataset.path='https://data.example/x?sig={planted}-sig'"]
-    args = [sys.executable, str(ROOT / "src" / "run.py"), "-m", *overrides, f"tracking.uri={uri}",
-            f"hydra.sweep.dir={cli.tmp / 'sweep'}"]  # fmt: skip
-    env = cli.env(TF_FAKE_TOKEN=f"{planted}-env", OMP_SECRET_KEY=f"{planted}-env2", OMP_NUM_THREADS="1")
-    res = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
-    assert res.returncode == 0, res.stderr[-3000:]
-    stores = [tmp_path / "mlflow.db", *server["art"].rglob("*"), *(cli.tmp / "sweep").rglob("report*/*")]
-    files = [p for p in stores if p.is_file()]
-    assert any(p.name == "config.yaml" for p in files) and any(p.name == "report.md" for p in files)
-    leaked = [str(p) for p in files if planted.encode() in p.read_bytes()]
-    assert leaked == []
-    with sqlite3.connect(tmp_path / "mlflow.db") as c:  # the masked URI is what was recorded
-        (value,) = c.execute("select value from params where key = 'tracking.uri' limit 1").fetchone()
-    assert "alice:***@" in value and planted not in value
-    env_json = next(p for p in files if p.name == "environment.json").read_text()
-    assert '"OMP_NUM_THREADS"' in env_json and "TF_FAKE_TOKEN" not in env_json
-
-
 @pytest.mark.parametrize(
     ("override", "suggestion"),
     [
@@ -251,6 +230,8 @@ def test_threads_are_recorded_as_the_framework_reports_them(cli):
         assert kid.data.params["threads.intra_op"] == "1" and kid.data.params["threads.inter_op"] == "1"
     report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
     assert "CPU threads" in report and "| 1/1 |" in report
+    parent = sweep_parent(runs).info.run_id
+    assert f"`{parent}` (FINISHED)" in report  # written before the close: the status the parent then got
 
 
 def test_an_interrupt_before_any_run_says_nothing_was_recorded(cli):
@@ -298,3 +279,49 @@ def test_a_dead_tracking_server_fails_in_seconds_in_one_masked_line(cli):
     [line] = [x for x in out.splitlines() if "is not reachable" in x]
     assert f"127.0.0.1:{port}" in line and "start it (make server)" in line
     assert "pw321" not in line and "tok789" not in line and "Traceback" not in out
+
+
+def test_a_worker_killed_by_sigkill_leaves_its_last_output_in_the_logs_it_names(cli):
+    started = Started(cli, [*TINY, "debug.fault=hang"])
+    worker_log = cli.tmp / "sweep" / "0" / "worker.log"
+    try:
+        deadline = time.monotonic() + 300
+        while "until killed" not in (worker_log.read_text() if worker_log.exists() else ""):
+            assert started.proc.poll() is None and time.monotonic() < deadline, started.output[-3000:]
+            time.sleep(0.2)
+        (worker,) = workers_under(cli.tmp)
+        worker.kill()  # SIGKILL: nothing of the worker runs after it
+        assert started.finish(timeout=120) == 1, started.output[-3000:]
+    finally:
+        started.kill()
+    (line,) = [x for x in started.output.splitlines() if "worker died (signal 9)" in x]
+    assert f"see {worker_log}" in line and "run.log" in line
+    (kid,) = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
+    assert "see worker_tail.log" in kid.data.tags["failure.message"]
+    client = cli.client()
+    files = {a.path for a in client.list_artifacts(kid.info.run_id)}
+    assert {"worker.log", "worker_tail.log", "run.log"} <= files
+    get = lambda name: Path(client.download_artifacts(kid.info.run_id, name, str(cli.tmp))).read_text()  # noqa: E731
+    assert "until killed" in get("worker_tail.log") and "(stderr)" in get("worker_tail.log")
+    assert "warm-up step 1/" in get("run.log")
+
+
+def test_a_worker_that_printed_nothing_says_so_and_names_the_jobs_log(cli):
+    res = cli.run(["debug.fault=abort", *TINY])
+    assert res.returncode == 1
+    (line,) = [x for x in (res.stdout + res.stderr).splitlines() if "worker died" in x]
+    assert (
+        "it printed nothing (worker.log is empty)" in line
+        and str(cli.tmp / "sweep" / "0" / "run.log") in line
+    )
+    (kid,) = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
+    assert "run.log" in {a.path for a in cli.client().list_artifacts(kid.info.run_id)}
+
+
+@pytest.mark.parametrize("bad", ["dataset.path=/data/café", "tracking.uri=http://h:5000/?a=1"])
+def test_a_value_hydra_cannot_read_is_one_line_with_the_quoting_hint(cli, bad):
+    res = cli.run([*TINY, bad])
+    out = res.stdout + res.stderr
+    assert res.returncode == 2 and "Traceback" not in out and "LexerNoViableAltException" not in out
+    assert out.strip().count("\n") == 0 and "quote the value for Hydra" in out, out
+    assert not cli.db.exists()

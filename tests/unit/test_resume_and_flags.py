@@ -82,7 +82,12 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     [group] = analysis.groups
     rows = {r[2]: r[0] for r in result_table(group, show_spread=False).rows}  # precision: framework
     assert rows == {"fp32": f"torch {REUSED}", "amp": "torch"}
-    assert any("amp" in f.text and "2.00×" in f.text for f in analysis.findings)  # compared like any run
+    (claim,) = [f.text for f in analysis.findings if "amp" in f.text and "2.00×" in f.text]
+    # compared across sittings only with a caveat naming the reused run
+    assert (
+        f"Caveat: these runs were measured in different sittings; reused from an earlier sweep (resume=true): torch fp32 (run {fp32[:8]})"
+        in claim
+    )
     assert any("reused" in p for p in findings_block(analysis).paragraphs)
     report = build_report(client, uri, tmp_path / "report", run_id=second.run_id)
     assert "Jobs: 2 finished (1 reused from earlier sweeps, resume=true)" in report.markdown.read_text()
@@ -116,3 +121,20 @@ def test_noisy_gpu_runs_are_marked_and_make_no_claim(tmp_path: Path):
     assert (
         frame.loc[("tf", "fp32"), "gpu_flag"] == "shared" and frame.loc[("torch", "fp32"), "gpu_flag"] == ""
     )
+
+
+def test_runs_of_one_sitting_get_no_caveat_and_a_report_made_before_the_close_shows_the_coming_status(
+    tmp_path: Path,
+):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp")
+    log_job(client, eid, sweep.run_id, "torch resnet50 fp32 train", (95, 100, 105))
+    log_job(client, eid, sweep.run_id, "torch resnet50 amp train", (190, 200, 210))
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    assert analysis.findings and not any("Caveat" in f.text for f in analysis.findings)
+    assert client.get_run(sweep.run_id).info.status == "RUNNING"  # as when the sweep writes its report
+    coming = build_report(client, uri, tmp_path / "r1", run_id=sweep.run_id, parent_status="FINISHED")
+    assert f"`{sweep.run_id}` (FINISHED)" in coming.markdown.read_text()
+    now = build_report(client, uri, tmp_path / "r2", run_id=sweep.run_id)  # a report asked for meanwhile
+    assert f"`{sweep.run_id}` (RUNNING)" in now.markdown.read_text()

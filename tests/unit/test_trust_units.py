@@ -1,16 +1,14 @@
-"""Issue #10's pure functions: masking secrets, refusing unknown keys, deferring signals, threads."""
+"""Issue #10's pure functions: masking secrets, refusing unknown keys, threads."""
 
 from __future__ import annotations
 
 import os
-import signal
 
 import pytest
 
-from dlbench import signals
 from dlbench.backends.threads import available_cpus, resolve, thread_env
 from dlbench.config import register_configs
-from dlbench.core.secrets import is_secret_name, mask
+from dlbench.core.secrets import HIDDEN_ENV, hide_in_overrides, is_secret_name, mask
 from dlbench.overrides import check_overrides
 
 
@@ -86,19 +84,6 @@ def test_known_keys_groups_hydra_keys_and_flag_values_pass():
     assert check_overrides(["--config-dir", "extra", "model=mine"]) is None  # options from elsewhere
 
 
-def test_a_signal_inside_held_is_raised_when_it_ends():
-    signals.install()
-    try:
-        with pytest.raises(signals.Interrupted) as caught, signals.held():
-            os.kill(os.getpid(), signal.SIGTERM)
-            reached = True  # the body is not cut short
-        assert reached and caught.value.exit_code == 143
-        os.kill(os.getpid(), signal.SIGINT)  # a later signal during cleanup: noted, not raised
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def test_threads_default_to_the_affinity_and_reach_every_framework_env():
     assert resolve(None) == available_cpus() == len(os.sched_getaffinity(0))
     assert thread_env("mxnet", 3) == {"OMP_NUM_THREADS": "3", "MXNET_CPU_WORKER_NTHREADS": "3"}
@@ -114,3 +99,47 @@ def test_a_plain_postgresql_uri_is_told_the_installed_driver(tmp_path):
     message = str(refused.value)
     assert "use postgresql+psycopg2://u:***@127.0.0.1:9/db?password=***" in message
     assert "pw123" not in message and "pw456" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "value"),
+    [
+        ("tracking.uri='postgresql://u:pw1@h:9/db?password=pw2'", "tracking.uri", "postgresql://u:pw1@h:9/db?password=pw2"),
+        ("tracking.uri=http://u:pw3@127.0.0.1:9/", "tracking.uri", "http://u:pw3@127.0.0.1:9/"),
+        ('dataset.path="https://h/x?X-Amz-Signature=s1&token=t2&v=1"', "dataset.path", "https://h/x?X-Amz-Signature=s1&token=t2&v=1"),
+    ],
+)  # fmt: skip
+def test_a_secret_hidden_from_hydra_is_resolved_for_the_job(compose, monkeypatch, override, key, value):
+    from omegaconf import OmegaConf
+
+    for i in range(1, 10):  # absent again after the test
+        monkeypatch.delenv(f"{HIDDEN_ENV}{i}", raising=False)
+    (hidden,) = hide_in_overrides([override])
+    assert not any(part in hidden for part in ("pw1", "pw2", "pw3", "s1&", "t2")) and "${oc.env:" in hidden
+    assert "***" in mask(hidden) and "oc.env" not in mask(hidden)  # how it is shown
+    cfg = OmegaConf.to_container(compose([hidden]), resolve=True)
+    group, name = key.split(".")
+    assert cfg[group][name] == value
+    assert hide_in_overrides(["-m", "model=vgg16", hidden]) == ["-m", "model=vgg16", hidden]  # once only
+
+
+def test_the_ui_link_carries_no_credentials_and_no_query():
+    from dlbench.tracking.ui_records import ui_url
+
+    link = ui_url("https://u:pw3@mlflow.example:8443/base/?token=t9", "7")
+    assert link == "https://mlflow.example:8443/base/#/experiments/7/runs?workflowType=machine_learning"
+
+
+@pytest.mark.parametrize(
+    ("override", "char", "fixed"),
+    [
+        ("dataset.path=/data/café", "'é'", "\"dataset.path='/data/café'\""),
+        ("tracking.uri=http://h:5000/?a=1", "mismatched input '='", "\"tracking.uri='http://h:5000/?a=1'\""),
+        ("dataset.path=/it's/é", '"\'"', "'dataset.path=\"/it's/é\"'"),
+    ],
+)
+def test_a_value_hydra_cannot_read_is_one_line_with_the_quoting_fix(override, char, fixed):
+    register_configs()
+    refused = check_overrides(["-m", override])
+    assert char in refused and fixed in refused and "\n" not in refused
+    assert check_overrides(["-m", fixed[1:-1]]) is None  # the fix (what the shell passes on) is accepted

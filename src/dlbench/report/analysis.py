@@ -345,15 +345,15 @@ def _findings(g: Group) -> list[Finding]:
         beaten, ties = [], []
         for other in same[1:]:
             r = ratio(best.metric("throughput"), other.metric("throughput"))
-            (beaten if separated(best, other) else ties).append((_name(other, jobs), r))
+            (beaten if separated(best, other) else ties).append((other, r))
         if beaten:
-            parts = [f"{faster_text(r)} than {fw}" for fw, r in beaten]
-            out.append(Finding("framework", g.title, f"{where}, {_name(best, jobs)} is {_join(parts)}."))
+            parts = [f"{faster_text(r)} than {_name(o, jobs)}" for o, r in beaten]
+            text = f"{where}, {_name(best, jobs)} is {_join(parts)}."
+            out.append(Finding("framework", g.title, text + caveat([best, *(o for o, _ in beaten)])))
         if ties:
-            names = _join([_name(best, jobs)] + [fw for fw, _ in ties])
-            out.append(
-                Finding("tie", g.title, f"{where}, {names} are within the measured spread (no clear winner).")
-            )
+            names = _join([_name(best, jobs)] + [_name(o, jobs) for o, _ in ties])
+            text = f"{where}, {names} are within the measured spread (no clear winner)."
+            out.append(Finding("tie", g.title, text + caveat([best, *(o for o, _ in ties)])))
     # Each reduced precision against fp32, per framework.
     for e in sound:
         j = e.job
@@ -361,18 +361,25 @@ def _findings(g: Group) -> list[Finding]:
         if j.precision == BASELINE or math.isnan(e.speedup) or base is None:
             continue
         what = f"{j.precision} ({j.ran})" if j.pure else precision_label(j.precision)
-        where = f"{_name(j, jobs)} on {g.title}"
+        where, note = f"{_name(j, jobs)} on {g.title}", caveat([j, base])
         if separated(j, base):
-            out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×."))
+            out.append(Finding("precision", g.title, f"{what} speeds up {where} by {e.speedup:.2f}×.{note}"))
         elif separated(base, j):
-            out.append(
-                Finding(
-                    "precision", g.title, f"{what} slows down {where}: {e.speedup:.2f}× the fp32 throughput."
-                )
-            )
+            text = f"{what} slows down {where}: {e.speedup:.2f}× the fp32 throughput.{note}"
+            out.append(Finding("precision", g.title, text))
         else:
-            out.append(Finding("tie", g.title, f"{what} makes no measurable difference for {where}."))
+            out.append(Finding("tie", g.title, f"{what} makes no measurable difference for {where}.{note}"))
     return out
+
+
+def caveat(compared: list[JobRow]) -> str:
+    """A sentence for a finding whose runs were measured in different sittings (a run reused by resume=true
+    comes from an earlier sweep: another time, maybe another load): it names the reused runs."""
+    if len({j.sitting for j in compared}) < 2:
+        return ""
+    reused = [f"{j.framework} {j.precision} (run {j.run_id[:8]})" for j in compared if j.reused]
+    which = f"; reused from an earlier sweep (resume=true): {_join(reused)}" if reused else ""
+    return f" Caveat: these runs were measured in different sittings{which}, so load may differ."
 
 
 def _join(parts: list[str]) -> str:

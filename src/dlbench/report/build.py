@@ -58,13 +58,15 @@ def build_report(
     experiment: str | None = None,
     require_finished: bool = True,
     margins: Margins | None = None,
+    parent_status: str | None = None,
 ) -> Report:
     """Write report.md, report.html and the PNGs into out_dir for a sweep (run_id = its parent run),
     an experiment, or by default the latest sweep of the `dlbench` experiment.
 
     `margins` sets the accuracy verdicts' δ (report.equivalence, report.delta).
     require_finished=False still writes a report when every job failed (the sweep hook wants the
-    failures on record); the CLI treats "nothing finished" as bad input.
+    failures on record); the CLI treats "nothing finished" as bad input. parent_status: the status the
+    sweep's parent is about to get (the sweep reports before it closes its parent, still RUNNING).
     """
     selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
@@ -82,7 +84,7 @@ def build_report(
         if (h := load_history(client, job.run_id, job.start_ms)) is not None:
             histories[job.run_id] = h
 
-    blocks = [_overview(selection, analysis, accuracy)]
+    blocks = [_overview(selection, analysis, accuracy, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
@@ -158,7 +160,7 @@ def _table_note(analysis: Analysis) -> str:
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
 
 
-def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) -> Block:
+def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis, status: str | None) -> Block:
     b = Block("Overview")
     when = min((j.start_ms for j in sel.jobs), default=0)
     started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
@@ -166,7 +168,7 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) ->
     if sel.parent is not None:
         tags = sel.parent_tags
         b.bullets.append(
-            f"Sweep parent run `{sel.parent.info.run_id}` ({sel.parent.info.status}), started {started}"
+            f"Sweep parent run `{sel.parent.info.run_id}` ({status or sel.parent.info.status}), started {started}"
         )
         if tags.get(OVERRIDES_TAG):
             b.bullets.append(f"Overrides: `{tags[OVERRIDES_TAG]}`")

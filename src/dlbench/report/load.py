@@ -78,6 +78,7 @@ class JobRow:
     gpu_flag: str | None = None  # "shared": another process used the GPU during the job
     clock_flag: str | None = None  # "throttled" and/or "clock-drop" in the timed phase
     reused: bool = False  # not run by this sweep: resume=true found this FINISHED run of its configuration
+    sitting: str = ""  # the sweep that measured it (its parent run id; its own id for a single run)
     compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
     precision_tags: dict[str, str] = field(default_factory=dict)  # every precision.* tag, prefix removed
     config_hash: str | None = None  # tag dlbench.config_hash: the resolved configuration, seed included
@@ -270,6 +271,7 @@ def job_row(run: Run) -> JobRow:
     return JobRow(
         run_id=run.info.run_id,
         run_name=run.info.run_name or run.info.run_id,
+        sitting=t.get("mlflow.parentRunId", run.info.run_id),
         status=run.info.status,
         framework=p.get("framework.name", "?"),
         model=p.get("model.name", "?"),

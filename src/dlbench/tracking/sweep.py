@@ -191,22 +191,34 @@ def finish_sweep(tally: SweepTally) -> None:
             JOBS_NOT_RUN_TAG: len(tally.not_run),
         }
     )
+    status = "FAILED" if tally.failed else "FINISHED"
+    signals.check()  # safe points around the report: an interrupt now ends the sweep KILLED
     if sweep.report:
-        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report", sweep)
-    close_parent("FAILED" if tally.failed else "FINISHED")
+        log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report", sweep, status)
+    signals.check()
+    close_parent(status)
     os.environ.pop(PARENT_ENV, None)
 
 
-def log_report(parent: RunLogger, uri: str, out_dir: Path, sweep: PendingSweep | None = None) -> None:
-    """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`.
-    A report problem is a warning, never a failed sweep: the measurements are already safe."""
+def log_report(
+    parent: RunLogger, uri: str, out_dir: Path, sweep: PendingSweep | None = None, status: str | None = None
+) -> None:
+    """Write the sweep's comparison report into out_dir and log it on the parent run under `report/`;
+    `status`: what the parent is closed with right after. A report problem is a warning, never a failed
+    sweep: the measurements are already safe."""
     try:
         from dlbench.report import build_report  # pandas and matplotlib only when a report is made
         from dlbench.report.equivalence import Margins
 
         margins = Margins(sweep.equivalence, sweep.delta) if sweep else None
         report = build_report(
-            parent.client, uri, out_dir, run_id=parent.run_id, require_finished=False, margins=margins
+            parent.client,
+            uri,
+            out_dir,
+            run_id=parent.run_id,
+            require_finished=False,
+            margins=margins,
+            parent_status=status,
         )
         for path in report.files:
             parent.artifact(path, "report")
@@ -224,6 +236,7 @@ def close_parent(status: str) -> None:
         return
     STATE.closed = True
     try:
-        STATE.parent.finish(status)
+        with signals.held():  # not cut short by the alarm: the parent must not stay RUNNING
+            STATE.parent.finish(status)
     except Exception as exc:  # the store may be what failed; never mask the original problem
         log.warning("could not mark the parent run %s: %s", status, exc)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from typing import Any
 
 from mlflow.entities import Dataset, DatasetInput, InputTag
@@ -39,9 +40,20 @@ def mark_model_training(client: MlflowClient, experiment: Any) -> None:
 def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
     """The UI page of an experiment's runs table (or of one run) in the Model training view. For a store
     that is not a server (sqlite), the address `make ui` serves it on."""
-    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else LOCAL_UI
+    base = (
+        _without_credentials(tracking_uri) if tracking_uri.startswith(("http://", "https://")) else LOCAL_UI
+    )
     page = f"#/experiments/{experiment_id}/runs" + (f"/{run_id}" if run_id else "")
     return f"{base}/{page}?workflowType=machine_learning"
+
+
+def _without_credentials(uri: str) -> str:
+    """The server's address a browser opens: no user:password (the browser asks), no query (tokens)."""
+    parts = urllib.parse.urlsplit(uri)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{parts.port}" if parts.port else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
 
 
 def log_results_table(client: MlflowClient, run_id: str, table: Any) -> None:

@@ -70,8 +70,10 @@ class _DlbenchJobs:
     def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:
         """Runs in the job's own process, where submitit ignores SIGTERM and requeues on SIGUSR2."""
         from dlbench import signals
+        from dlbench.core.masked_output import mask_output
 
         signals.install(extra=(signal.SIGUSR2,))
+        mask_output()  # the job resolves the secrets the sweep's command line hid (dlbench.core.secrets)
         try:
             return super().__call__(*args, **kwargs)  # type: ignore[misc]
         except KeyboardInterrupt as exc:  # the run is closed KILLED already (orchestrator)
@@ -98,8 +100,11 @@ class DlbenchLocalLauncher(_DlbenchJobs, LocalLauncher):
     """The same path on this machine, one job at a time."""
 
     def _launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from dlbench import signals
+
         returns: list[JobReturn] = []
         for i, overrides in enumerate(job_overrides):
+            signals.check()  # a safe point between jobs (waiting on one, the signals' alarm stops us)
             ret = LocalLauncher.launch(self, [overrides], initial_job_idx + i)
             returns += ret
             if self.config is not None and self.config.get("fail_fast") and _failed(ret[0]):
