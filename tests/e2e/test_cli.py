@@ -83,7 +83,7 @@ def test_bad_option_fails_before_anything_runs_in_one_line(cli, option):
     out = (res.stdout + res.stderr).strip()
     assert res.returncode == 2
     assert out.count("\n") == 0 and f"framework={option} is not an option" in out  # not Hydra's 15 lines
-    assert "(options: mxnet, tf, torch;" in out and "_schema" not in out.split("(options: ")[1]
+    assert "(options: jax, mxnet, tf, torch;" in out and "_schema" not in out.split("(options: ")[1]
     assert "did you mean torch?" in out or option == "nope"
     assert "Traceback" not in out
     assert not cli.db.exists()  # nothing started, not even the store
