@@ -40,6 +40,7 @@ from dlbench.core.names import (
 from dlbench.core.secrets import mask
 from dlbench.environment import framework_env, host_facts
 from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
+from dlbench.serving.record import record_served
 from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
@@ -155,6 +156,8 @@ class JobRecording:
             self.guard = clock_guard(samples, window_spans(records))
             self.guard.merge(shared_gpu(self.watch.foreign() if self.watch else []))
             metrics.update(self.guard.metrics)
+            if self.job.mode == "serve" and records:
+                record_served(run, records[-1].served, self.label)
             if status != "FINISHED" and THROUGHPUT in metrics:
                 # a search on `throughput` must find finished runs only; the windows stay as a series
                 metrics[THROUGHPUT_PARTIAL] = metrics.pop(THROUGHPUT)
@@ -170,7 +173,7 @@ class JobRecording:
                 run.finish(status)
             except Exception as exc:
                 log.error("%s: could not close the MLflow run: %s", self.label, exc)
-        if status == "FINISHED":
+        if status == "FINISHED" and THROUGHPUT in metrics:
             spread = (
                 f", spread {100 * metrics['throughput_spread']:.1f}%"
                 if "throughput_spread" in metrics

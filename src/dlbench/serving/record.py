@@ -1,0 +1,43 @@
+"""What a mode=serve run records in MLflow: LoadGen's figures from its own summary, its verdict, the
+settings it really ran with, and its summary and detail logs as artifacts (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from dlbench.core.names import SERVE_SCENARIO_TAG, SERVE_VALID_TAG
+from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
+
+log = logging.getLogger("dlbench")
+
+
+def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[str, float]:
+    """Log the parsed summary of the last LoadGen test (metrics, tag, loadgen.* params, artifacts);
+    return its metrics. A test that wrote no summary logs nothing and returns {}."""
+    if not served:
+        return {}
+    log_dir = Path(served["log_dir"])
+    summary = log_dir / SUMMARY_FILE
+    if not summary.exists():
+        log.error("%s: LoadGen wrote no %s in %s", label, SUMMARY_FILE, log_dir)
+        return {}
+    parsed = parse_summary(summary)
+    metrics = parsed["metrics"]
+    run.metrics(metrics)
+    run.params({f"loadgen.{k}": v for k, v in parsed["settings"].items()})
+    estimates = served.get("estimates", {})
+    run.params({f"serve.estimate.{k}": f"{v:.4g}" for k, v in estimates.items()})
+    run.tags({SERVE_VALID_TAG: parsed["valid"], SERVE_SCENARIO_TAG: parsed["scenario"]})
+    for name in (SUMMARY_FILE, DETAIL_FILE):
+        if (log_dir / name).exists():
+            run.artifact(log_dir / name, "loadgen")
+    rate = metrics.get("samples_per_s", metrics.get("qps"))
+    log.info(
+        "%s: LoadGen %s %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, %s/s %.1f",
+        label, parsed["scenario"], parsed["valid"], metrics.get("latency_p50_ms", float("nan")),
+        metrics.get("latency_p90_ms", float("nan")), metrics.get("latency_p99_ms", float("nan")),
+        "samples" if "samples_per_s" in metrics else "queries", rate if rate is not None else float("nan"),
+    )  # fmt: skip
+    return metrics
