@@ -115,4 +115,5 @@ SERVE_METRICS = (
     "latency_max_ms",
     "qps",
     "samples_per_s",
+    "serve_batch_mean",  # samples per inference step: what coalescing up to serve.max_batch did
 )

@@ -79,21 +79,25 @@ class Answerer:
 
 def warm_up(bench: Any, library: SampleLibrary, max_batch: int, reps: int) -> dict[str, float]:
     """Every batch size a step can meet (1..max_batch) once, so none is first traced, compiled or bound in
-    the test, then `reps` timed steps at 1 and at max_batch: the estimates LoadGen is told when the user
-    gives none. The layer probe has seen a real step by then and is removed (no hooks while serving)."""
+    the test, then at least 3 timed steps at 1 and at max_batch: the estimates LoadGen is told when the user
+    gives none. The fastest step counts, so that LoadGen plans enough queries for its minimum duration even
+    when the steps get faster once warm. The layer probe has seen a real step by then and is removed."""
     for size in range(1, max_batch + 1):
         bench.predict(library.batch(list(range(size))))
         probe = getattr(bench, "probe", None)
         if probe is not None and getattr(probe, "active", False):
             probe.remove()
 
-    def timed(size: int) -> float:
-        t = time.perf_counter()
-        for _ in range(max(reps, 1)):
-            bench.predict(library.batch(list(range(size))))
-        return (time.perf_counter() - t) / max(reps, 1)
+    def fastest(size: int) -> float:
+        batch = list(range(size))
+        times = []
+        for _ in range(max(reps, 3)):
+            t = time.perf_counter()
+            bench.predict(library.batch(batch))
+            times.append(time.perf_counter() - t)
+        return min(times)
 
-    one, full = timed(1), timed(max_batch)
+    one, full = fastest(1), fastest(max_batch)
     return {"latency_1_ms": 1000 * one, "samples_per_s_max_batch": max_batch / full}
 
 

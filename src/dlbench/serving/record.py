@@ -24,7 +24,9 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
         log.error("%s: LoadGen wrote no %s in %s", label, SUMMARY_FILE, log_dir)
         return {}
     parsed = parse_summary(summary)
-    metrics = parsed["metrics"]
+    metrics = dict(parsed["metrics"])
+    if served.get("steps"):  # what batching did: samples per inference step (1 in SingleStream)
+        metrics["serve_batch_mean"] = served["samples"] / served["steps"]
     run.metrics(metrics)
     run.params({f"loadgen.{k}": v for k, v in parsed["settings"].items()})
     estimates = served.get("estimates", {})
