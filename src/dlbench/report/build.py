@@ -15,6 +15,7 @@ from dlbench.report import charts
 from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
 from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
+from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
 from dlbench.report.render import (
     DASH,
@@ -43,6 +44,7 @@ class Report:
     selection: Selection
     analysis: Analysis
     accuracy: AccuracyAnalysis
+    latency: LatencyAnalysis | None = None
 
     @property
     def files(self) -> list[Path]:
@@ -66,7 +68,8 @@ def build_report(
     selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
     accuracy = analyze_accuracy(selection.jobs)
-    if require_finished and not analysis.groups and not accuracy.tasks:
+    latency = analyze_latency(selection.jobs)
+    if require_finished and not analysis.groups and not accuracy.tasks and not latency.groups:
         statuses = Counter(j.status for j in selection.jobs)
         what = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"
         raise ReportInputError(
@@ -79,11 +82,12 @@ def build_report(
         if (h := load_history(client, job.run_id, job.start_ms)) is not None:
             histories[job.run_id] = h
 
-    blocks = [_overview(selection, analysis, accuracy)]
+    blocks = [_overview(selection, analysis, accuracy, latency)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
     blocks += accuracy_section
+    blocks += latency_blocks(latency)
     for g in analysis.groups:
         block = Block(g.title, tables=[result_table(g, analysis.has_spread)])
         block.paragraphs.append(_table_note(analysis))
@@ -113,7 +117,7 @@ def build_report(
     md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
     page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
-    return Report(out_dir, md, page, images, selection, analysis, accuracy)
+    return Report(out_dir, md, page, images, selection, analysis, accuracy, latency)
 
 
 def not_run_block(sel: Selection) -> Block | None:
@@ -155,7 +159,9 @@ def _table_note(analysis: Analysis) -> str:
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
 
 
-def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) -> Block:
+def _overview(
+    sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis, latency: LatencyAnalysis
+) -> Block:
     b = Block("Overview")
     when = min((j.start_ms for j in sel.jobs), default=0)
     started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
@@ -182,7 +188,7 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis) ->
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
     failed = len(analysis.failed)
     b.bullets.append(
-        f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished"
+        f"Jobs: {len(analysis.finished) + len(accuracy.runs) + len(latency.runs)} finished"
         + (f" ({analysis.reused} reused from earlier sweeps, resume=true)" if analysis.reused else "")
         + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
