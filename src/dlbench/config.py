@@ -149,6 +149,11 @@ class ServeConfig:
     samples_per_query: int = 8  # multi_stream_samples_per_query
     sample_count: int = 256  # samples the QSL holds in host memory (performance_sample_count)
     seed: int = 0  # qsl / sample index / schedule RNG seeds
+    # server: search the highest target_qps whose p99 meets latency_bound_ms with short trials of
+    # search_step_s, within search_budget_s, then one confirming test with the settings above
+    search: bool = False
+    search_budget_s: float = 60.0
+    search_step_s: float = 2.0
 
 
 @dataclass

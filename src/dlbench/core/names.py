@@ -116,4 +116,5 @@ SERVE_METRICS = (
     "qps",
     "samples_per_s",
     "serve_batch_mean",  # samples per inference step: what coalescing up to serve.max_batch did
+    "server_peak_qps",  # serve.search=true: the highest Server rate whose p99 met the bound (0: none)
 )

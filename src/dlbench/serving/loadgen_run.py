@@ -129,19 +129,14 @@ def log_settings(out_dir: Path) -> lg.LogSettings:
     return ls
 
 
-def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str, Any]:
-    """Warm up, run LoadGen's test, return what the `served` event reports (the summary is parsed by the
-    orchestrator from the file itself)."""
-    serve = job.serve
-    library = SampleLibrary(bench, serve.sample_count)
-    start = time.perf_counter()
-    estimates = warm_up(bench, library, serve.max_batch, job.schedule.warmup_steps)
-    emit("warmup_done", warmup_s=time.perf_counter() - start, steps=serve.max_batch)
-    answerer = Answerer(bench, library, serve.max_batch)
+def one_test(answerer: Answerer, settings: lg.TestSettings, out_dir: Path) -> dict[str, Any]:
+    """One LoadGen test: StartTest in its own thread, the answers on this one; logs into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     sut = lg.ConstructSUT(answerer.issue, lambda: None)
-    qsl = lg.ConstructQSL(library.count, library.count, lambda s: None, lambda s: None)
+    count = answerer.library.count
+    qsl = lg.ConstructQSL(count, count, lambda s: None, lambda s: None)
     done = threading.Event()
-    settings, logs = test_settings(serve, estimates), log_settings(out_dir)
+    logs = log_settings(out_dir)
 
     def test() -> None:
         try:
@@ -149,9 +144,8 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
         finally:
             done.set()
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     tester = threading.Thread(target=test, name="loadgen", daemon=True)
-    t0 = time.time()
+    t0, steps, samples = time.time(), answerer.steps, answerer.samples
     tester.start()
     # A failing step raises out of here: LoadGen's thread, still waiting for answers, dies with the process.
     answerer.serve_until(done)
@@ -162,7 +156,41 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
         "log_dir": str(out_dir),
         "t_start": t0,
         "seconds": time.time() - t0,
-        "steps": answerer.steps,
-        "samples": answerer.samples,
-        "estimates": estimates,
+        "steps": answerer.steps - steps,
+        "samples": answerer.samples - samples,
     }
+
+
+def search_settings(serve: ServeConfig, estimates: dict[str, float], qps: float) -> lg.TestSettings:
+    """A short Server trial at `qps`: serve.search_step_s long, the bound and seeds as configured."""
+    s = test_settings(serve, estimates)
+    s.server_target_qps = qps
+    s.min_duration_ms = int(serve.search_step_s * 1000)
+    s.max_duration_ms = int(2 * serve.search_step_s * 1000)
+    s.min_query_count = 1
+    return s
+
+
+def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str, Any]:
+    """Warm up, (Server with serve.search: find the peak rate,) run LoadGen's test, return what the
+    `served` event reports (the summary is parsed by the orchestrator from the file itself)."""
+    serve = job.serve
+    library = SampleLibrary(bench, serve.sample_count)
+    start = time.perf_counter()
+    estimates = warm_up(bench, library, serve.max_batch, job.schedule.warmup_steps)
+    emit("warmup_done", warmup_s=time.perf_counter() - start, steps=serve.max_batch)
+    answerer = Answerer(bench, library, serve.max_batch)
+    settings, search = test_settings(serve, estimates), {}
+    if serve.search:
+        from dlbench.serving.search import find_peak_qps
+
+        def trial(qps: float, folder: Path) -> None:
+            one_test(answerer, search_settings(serve, estimates, qps), folder)
+
+        peak, trials = find_peak_qps(
+            trial, settings.server_target_qps, serve.search_budget_s, out_dir / "search"
+        )
+        # none met the bound: confirm at the slowest rate tried, so the verdict says so
+        settings.server_target_qps = peak or min(t["qps"] for t in trials)
+        search = {"peak_qps": peak, "trials": trials}
+    return one_test(answerer, settings, out_dir) | {"estimates": estimates, "search": search}

@@ -11,6 +11,7 @@ from dlbench.core.names import SERVE_SCENARIO_TAG, SERVE_VALID_TAG
 from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
 
 log = logging.getLogger("dlbench")
+_RATES = (("samples_per_s", "samples"), ("qps", "queries"))  # MultiStream's summary reports neither
 
 
 def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[str, float]:
@@ -35,11 +36,23 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
     for name in (SUMMARY_FILE, DETAIL_FILE):
         if (log_dir / name).exists():
             run.artifact(log_dir / name, "loadgen")
-    rate = metrics.get("samples_per_s", metrics.get("qps"))
+    if served.get("search"):
+        _record_search(run, served["search"], log_dir / "search")
+    rate = next((f", {metrics[k]:.1f} {u}/s" for k, u in _RATES if k in metrics), "")
     log.info(
-        "%s: LoadGen %s %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, %s/s %.1f",
+        "%s: LoadGen %s %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms%s",
         label, parsed["scenario"], parsed["valid"], metrics.get("latency_p50_ms", float("nan")),
-        metrics.get("latency_p90_ms", float("nan")), metrics.get("latency_p99_ms", float("nan")),
-        "samples" if "samples_per_s" in metrics else "queries", rate if rate is not None else float("nan"),
+        metrics.get("latency_p90_ms", float("nan")), metrics.get("latency_p99_ms", float("nan")), rate,
     )  # fmt: skip
     return metrics
+
+
+def _record_search(run: Any, search: dict[str, Any], folder: Path) -> None:
+    """Server's peak-rate search: the rate found (0 when no trial met the bound), each trial as a series
+    (step = trial index), and each trial's LoadGen summary as an artifact."""
+    run.metrics({"server_peak_qps": search["peak_qps"]})
+    run.tags({"serve.search_found": "yes" if search["peak_qps"] > 0 else "no"})
+    for i, trial in enumerate(search["trials"]):
+        run.metrics({"search/target_qps": trial["qps"], "search/p99_ms": trial["p99_ms"]}, step=i)
+        if (summary := folder / f"trial{i:02d}" / SUMMARY_FILE).exists():
+            run.artifact(summary, f"loadgen/search/trial{i:02d}")

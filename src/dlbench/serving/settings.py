@@ -64,4 +64,13 @@ def serve_problems(serve: Any, task: str, dataset: str) -> list[tuple[bool, str]
         (s.samples_per_query >= 1, f"serve.samples_per_query={s.samples_per_query}: use 1 or more"),
         (s.sample_count >= 1, f"serve.sample_count={s.sample_count}: use 1 or more"),
         (s.seed >= 0, f"serve.seed={s.seed}: use 0 or more"),
+        (
+            not s.search or s.scenario == "server",
+            f"serve.search=true searches Server's peak rate; serve.scenario={s.scenario} has none to search",
+        ),
+        (
+            not s.search or s.search_budget_s >= s.search_step_s > 0,
+            f"serve.search_budget_s={s.search_budget_s} must hold at least one trial of "
+            f"serve.search_step_s={s.search_step_s} (> 0)",
+        ),
     ]
