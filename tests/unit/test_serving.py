@@ -86,3 +86,52 @@ def test_a_task_or_dataset_not_served_yet_is_one_line():
         with pytest.raises(ConfigError) as err:
             validate(JobConfig.from_dict({"mode": "serve", **change}))
         assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def _server_trial(service_s: float, bound_ms: float):
+    """A real LoadGen Server test of a one-thread server that takes `service_s` per query, so its p99
+    grows with the offered rate and passes `bound_ms` somewhere below 1 / service_s."""
+    import queue
+    import threading
+
+    def trial(qps: float, folder) -> None:
+        pending: queue.SimpleQueue = queue.SimpleQueue()
+        done = threading.Event()
+
+        def serve() -> None:
+            while not done.is_set():
+                try:
+                    q = pending.get(timeout=0.005)
+                except queue.Empty:
+                    continue
+                time.sleep(service_s)
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0)])
+
+        worker = threading.Thread(target=serve, daemon=True)
+        worker.start()
+        sut = lg.ConstructSUT(lambda qs: [pending.put(q) for q in qs], lambda: None)
+        qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
+        s = lg.TestSettings()
+        s.scenario, s.mode = lg.TestScenario.Server, lg.TestMode.PerformanceOnly
+        s.server_target_qps, s.server_target_latency_ns = qps, int(bound_ms * 1e6)
+        s.min_duration_ms, s.max_duration_ms, s.min_query_count = 700, 1400, 1
+        logs = lg.LogSettings()
+        logs.log_output.outdir = str(folder)
+        logs.log_output.copy_summary_to_stdout = False
+        lg.StartTestWithLogSettings(sut, qsl, s, logs)
+        done.set()
+        worker.join()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+
+    return trial
+
+
+def test_the_server_search_brackets_the_rate_where_loadgen_says_the_bound_breaks(tmp_path):
+    from dlbench.serving.search import find_peak_qps
+
+    peak, trials = find_peak_qps(_server_trial(0.01, 40.0), 20.0, 25.0, tmp_path)
+    assert peak > 0 and any(t["met"] for t in trials) and any(not t["met"] for t in trials)
+    assert peak == max(t["qps"] for t in trials if t["met"])  # the highest rate LoadGen passed
+    assert peak < 100  # a 10 ms server cannot keep p99 under 40 ms at its saturation rate
+    assert (tmp_path / "trial00" / "mlperf_log_summary.txt").exists()
