@@ -29,3 +29,9 @@ def test_serve_runs_get_a_latency_table_per_scenario(tmp_path):
     assert "MLPerf's result for this scenario: p90 latency" in section
     assert "Jobs: 3 finished, 0 failed" in md  # a serve run has no throughput and is no failure
     assert len(report.latency.runs) == 2 and len(report.analysis.finished) == 1
+    chart = report.out_dir / "latency-resnet_cifar-single_stream.png"
+    assert (
+        chart in report.files
+        and chart.stat().st_size > 0
+        and "](latency-resnet_cifar-single_stream.png)" in md
+    )

@@ -87,7 +87,9 @@ def build_report(
         blocks.append(findings_block(analysis))
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
     blocks += accuracy_section
-    blocks += latency_blocks(latency)
+    latency_section = latency_blocks(latency, out_dir)
+    images += [image.path for block in latency_section for image in block.images]
+    blocks += latency_section
     for g in analysis.groups:
         block = Block(g.title, tables=[result_table(g, analysis.has_spread)])
         block.paragraphs.append(_table_note(analysis))
