@@ -45,6 +45,18 @@ def test_single_stream_and_offline_log_loadgens_own_percentiles(cli):
     assert not list(ROOT.glob("mlperf_log_*"))  # LoadGen wrote into the job's folder only
 
 
+def test_a_recommendation_query_sample_is_one_users_candidate_list(cli):
+    overrides = ["framework=torch", "threads=1", "mode=serve", "model=ncf", "+experiment=smoke"]
+    res = cli.run([*overrides, "serve.scenario=single_stream"], multirun=False, timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    (run,) = cli.runs()
+    assert run.data.params["serve.rows_per_sample"] == "101"  # the held-out item and 100 negatives
+    text = _summary(cli, run)
+    assert run.data.metrics["latency_p90_ms"] == pytest.approx(
+        int(PERCENTILE.search(text)[1]) / 1e6, rel=1e-9
+    )
+
+
 def test_an_unknown_scenario_is_one_line_and_no_worker_starts(cli):
     res = cli.run(["framework=torch", "mode=serve", "serve.scenario=burst", *TINY])
     assert res.returncode == 1

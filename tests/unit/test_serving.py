@@ -80,7 +80,7 @@ def test_a_serve_job_that_cannot_run_is_one_line(serve, key):
 
 def test_a_task_or_dataset_not_served_yet_is_one_line():
     for change, words in (
-        ({"model": {"task": "recommendation", "name": "ncf"}}, "model.task=recommendation is not served yet"),
+        ({"model": {"task": "detection", "name": "ssd300"}}, "model.task=detection is not served yet"),
         ({"dataset": {"name": "imagenet", "path": "/data"}}, "use dataset=synthetic, not imagenet"),
     ):
         with pytest.raises(ConfigError) as err:

@@ -35,7 +35,8 @@ WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait
 # held-out split), train_loss, train_s (training seconds so far, evaluation excluded), eval_s
 EPOCH = "epoch"
 # mode=serve, after LoadGen's test: log_dir (its mlperf_log_* files), t_start, seconds, steps, samples,
-# estimates (the warm-up's latency at batch 1 and samples/s at serve.max_batch)
+# estimates (the warm-up's latency at batch 1 and samples/s at serve.max_batch), search (Server's
+# peak-rate trials), rows_per_sample (the task's rows in one query sample)
 SERVED = "served"
 DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message

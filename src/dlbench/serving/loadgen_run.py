@@ -21,21 +21,24 @@ import numpy as np
 
 from dlbench.config import JobConfig, ServeConfig
 from dlbench.data.synthetic import HostBatch, synthetic_batch
-from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, SCENARIOS
+from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, QUERY_ROWS, SCENARIOS
 
 NS_PER_MS = 1_000_000
 
 
 class SampleLibrary:
     """LoadGen's query sample library: `sample_count` synthetic samples held in host memory (load/unload
-    are no-ops: they never leave it). A query's samples are gathered by index into one host batch."""
+    are no-ops: they never leave it). A sample is QUERY_ROWS[task] consecutive rows of the task's inputs
+    (an image; a user's candidate list, ids drawn per row: the network's work does not depend on their
+    values). A query's samples are gathered by index into one host batch."""
 
     def __init__(self, bench: Any, count: int) -> None:
-        self.pool = synthetic_batch(bench.spec, count)
+        self.rows = QUERY_ROWS[bench.spec.task]
+        self.pool = synthetic_batch(bench.spec, count * self.rows)
         self.count = count
 
     def batch(self, indices: list[int]) -> HostBatch:
-        idx = np.asarray(indices)
+        idx = (np.asarray(indices)[:, None] * self.rows + np.arange(self.rows)).reshape(-1)
         pick = lambda arrays: {k: v[idx] for k, v in arrays.items()}  # noqa: E731
         return HostBatch(pick(self.pool.inputs), pick(self.pool.targets), len(indices))
 
@@ -193,4 +196,5 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
         # none met the bound: confirm at the slowest rate tried, so the verdict says so
         settings.server_target_qps = peak or min(t["qps"] for t in trials)
         search = {"peak_qps": peak, "trials": trials}
-    return one_test(answerer, settings, out_dir) | {"estimates": estimates, "search": search}
+    facts = {"estimates": estimates, "search": search, "rows_per_sample": library.rows}
+    return one_test(answerer, settings, out_dir) | facts

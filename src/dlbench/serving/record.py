@@ -32,6 +32,7 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
     run.params({f"loadgen.{k}": v for k, v in parsed["settings"].items()})
     estimates = served.get("estimates", {})
     run.params({f"serve.estimate.{k}": f"{v:.4g}" for k, v in estimates.items()})
+    run.params({"serve.rows_per_sample": served.get("rows_per_sample", 1)})  # e.g. a user's candidates
     run.tags({SERVE_VALID_TAG: parsed["valid"], SERVE_SCENARIO_TAG: parsed["scenario"]})
     for name in (SUMMARY_FILE, DETAIL_FILE):
         if (log_dir / name).exists():

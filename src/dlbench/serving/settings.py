@@ -14,9 +14,11 @@ SCENARIOS = {
     "server": "Server",
     "offline": "Offline",
 }
-# The tasks whose queries are answered by the bench's inference step on synthetic samples so far: one
-# query sample = one image. Detection, recommendation and translation define a query differently.
-SERVED_TASKS = ("classification",)
+# The tasks served so far, and how many of the task's rows one LoadGen query sample is: one image; one
+# user's candidate list (the held-out item and the 100 negatives HR@10 ranks it among). Detection and
+# translation (one sentence, greedy decode) are not served yet.
+QUERY_ROWS = {"classification": 1, "recommendation": 101}
+SERVED_TASKS = tuple(QUERY_ROWS)
 DEFAULT_LATENCY_BOUND_MS = 100.0  # server: a bound must be given to LoadGen; MLPerf's ResNet-50 one is 15 ms
 
 
