@@ -97,7 +97,10 @@ class JobRecording:
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run = run
             STATE.job_runs += 1
-        run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | data_facts)
+        config = j.to_dict()
+        if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
+            config.pop("serve")
+        run.params(flatten(config) | {"batch_size": j.batch_size} | data_facts)
         if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
             context = "training" if j.mode == "train" else "evaluation"
             log_dataset_input(

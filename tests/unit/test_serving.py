@@ -135,3 +135,13 @@ def test_the_server_search_brackets_the_rate_where_loadgen_says_the_bound_breaks
     assert peak == max(t["qps"] for t in trials if t["met"])  # the highest rate LoadGen passed
     assert peak < 100  # a 10 ms server cannot keep p99 under 40 ms at its saturation rate
     assert (tmp_path / "trial00" / "mlperf_log_summary.txt").exists()
+
+
+def test_serve_settings_change_the_config_hash_of_serve_jobs_only():
+    from dlbench.tracking.resume import config_hash
+
+    def digest(mode: str, scenario: str) -> str:
+        return config_hash(JobConfig.from_dict({"mode": mode, "serve": {"scenario": scenario}}).to_dict())
+
+    assert digest("train", "single_stream") == digest("train", "offline")  # resume finds earlier runs
+    assert digest("serve", "single_stream") != digest("serve", "offline")
