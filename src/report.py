@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"report for {report.selection.title.removeprefix('dlbench report: ')}: "
         f"{len(a.finished)} finished, {len(a.failed)} failed; {len(a.findings)} findings"
+        + (f"; {len(report.latency.runs)} serving runs" if report.latency and report.latency.runs else "")
     )
     for path in report.files:
         print(f"  {path}")

@@ -18,7 +18,7 @@ from dlbench.core.spec import ModelConfig
 from dlbench.errors import ConfigError
 
 FRAMEWORKS = ("torch", "tf", "mxnet", "jax")
-MODES = ("train", "infer", "data", "converge")
+MODES = ("train", "infer", "data", "converge", "serve")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -130,6 +130,34 @@ class ScheduleConfig:
 
 
 @dataclass
+class ServeConfig:
+    """mode=serve: MLPerf's LoadGen issues the queries (dlbench/serving). Each key maps onto one LoadGen
+    TestSetting with its meaning; null leaves LoadGen's default or, where marked, an estimate the warm-up
+    measures, so that the run lasts about min_duration_s without the user guessing the machine's speed."""
+
+    scenario: str = "single_stream"  # single_stream | multi_stream | server | offline
+    max_batch: int = 8  # most samples one inference step answers (server, offline, multi_stream coalesce)
+    min_duration_s: float = 10.0  # LoadGen min_duration_ms: the run lasts at least this long
+    max_duration_s: float | None = None  # max_duration_ms (null: no limit)
+    min_query_count: int = 100  # min_query_count: at least this many queries (offline: samples)
+    max_query_count: int | None = None  # max_query_count (null: no limit)
+    # server: server_target_qps (the Poisson rate); offline: offline_expected_qps (null: the warm-up's
+    # samples/s at max_batch)
+    target_qps: float | None = None
+    latency_bound_ms: float | None = None  # server: server_target_latency_ns, the p99 bound (null: 100 ms)
+    # single_stream / multi_stream expected latency (null: the warm-up's measured step time)
+    expected_latency_ms: float | None = None
+    samples_per_query: int = 8  # multi_stream_samples_per_query
+    sample_count: int = 256  # samples the QSL holds in host memory (performance_sample_count)
+    seed: int = 0  # qsl / sample index / schedule RNG seeds
+    # server: search the highest target_qps whose p99 meets latency_bound_ms with short trials of
+    # search_step_s, within search_budget_s, then one confirming test with the settings above
+    search: bool = False
+    search_budget_s: float = 60.0
+    search_step_s: float = 2.0
+
+
+@dataclass
 class TelemetryConfig:
     enabled: bool = True
     interval_s: float = 0.1
@@ -180,6 +208,7 @@ class JobConfig:
     data: DataConfig = field(default_factory=DataConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
@@ -302,7 +331,11 @@ def validate(job: JobConfig) -> None:
             ),
         ]
     from dlbench.data.registry import data_format, mode_problem
+    from dlbench.serving.settings import serve_problems
     from dlbench.workloads.registry import unknown_task
+
+    if job.mode == "serve":
+        checks += serve_problems(job.serve, job.model.task, job.dataset.name)
 
     if (why := unknown_task(job.model.task)) is not None:
         raise ConfigError(why)

@@ -12,7 +12,17 @@ import time
 from typing import Any
 
 # The event names live with every other shared name; re-exported here because they are the protocol's.
-from dlbench.core.names import BUILT, DONE, EPOCH, ERROR, HELLO, WARMUP_DONE, WARMUP_STEP, WINDOW  # noqa: F401
+from dlbench.core.names import (  # noqa: F401
+    BUILT,
+    DONE,
+    EPOCH,
+    ERROR,
+    HELLO,
+    SERVED,
+    WARMUP_DONE,
+    WARMUP_STEP,
+    WINDOW,
+)
 
 
 class EventWriter:

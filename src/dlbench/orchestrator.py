@@ -199,6 +199,8 @@ class JobRunner:
         s = self.job.schedule
         if self.job.mode == "converge":  # one window per epoch, no warm-up
             self.progress = Progress(label, 0, s.epochs, 1)
+        elif self.job.mode == "serve":  # LoadGen paces the test: no windows to count
+            self.progress = Progress(label, 0, 1, 1)
         else:
             self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
         worker = Worker(
@@ -264,6 +266,9 @@ class JobRunner:
             rec.epochs.append(ev)
             self.recording.epoch(ev)
             self.progress.message(f"epoch {ev['epoch']}: {ev['metric']} {ev['value']:.4f}")
+        elif kind == events.SERVED:
+            rec.served = ev
+            self.progress.message(f"LoadGen's test: {ev['samples']} samples in {ev['seconds']:.1f}s")
         elif kind == events.DONE:
             rec.done = ev
             self.recording.done(ev, first)

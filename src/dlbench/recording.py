@@ -40,6 +40,7 @@ from dlbench.core.names import (
 from dlbench.core.secrets import mask
 from dlbench.environment import framework_env, host_facts
 from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
+from dlbench.serving.record import record_served
 from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
@@ -106,7 +107,10 @@ class JobRecording:
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run = run
             STATE.job_runs += 1
-        run.params(flatten(j.to_dict()) | {"batch_size": j.batch_size} | data_facts)
+        config = j.to_dict()
+        if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
+            config.pop("serve")
+        run.params(flatten(config) | {"batch_size": j.batch_size} | data_facts)
         if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
             context = "training" if j.mode == "train" else "evaluation"
             log_dataset_input(
@@ -165,6 +169,8 @@ class JobRecording:
             self.guard = clock_guard(samples, window_spans(records))
             self.guard.merge(shared_gpu(self.watch.foreign() if self.watch else []))
             metrics.update(self.guard.metrics)
+            if self.job.mode == "serve" and records:
+                record_served(run, records[-1].served, self.label)
             if status != "FINISHED" and THROUGHPUT in metrics:
                 # a search on `throughput` must find finished runs only; the windows stay as a series
                 metrics[THROUGHPUT_PARTIAL] = metrics.pop(THROUGHPUT)
@@ -180,7 +186,7 @@ class JobRecording:
                 run.finish(status)
             except Exception as exc:
                 log.error("%s: could not close the MLflow run: %s", self.label, exc)
-        if status == "FINISHED":
+        if status == "FINISHED" and THROUGHPUT in metrics:
             spread = (
                 f", spread {100 * metrics['throughput_spread']:.1f}%"
                 if "throughput_spread" in metrics

@@ -41,6 +41,7 @@ class RepeatRecord:
     warmup: dict[str, Any] | None = None
     windows: list[dict[str, Any]] = field(default_factory=list)
     epochs: list[dict[str, Any]] = field(default_factory=list)  # mode=converge: one `epoch` event each
+    served: dict[str, Any] | None = None  # mode=serve: the `served` event (LoadGen's test)
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 
@@ -53,6 +54,8 @@ class RepeatRecord:
         return statistics.median(w["throughput"] for w in self.windows) if self.windows else None
 
     def timed_span(self) -> tuple[float, float] | None:
+        if self.served:  # mode=serve: LoadGen's test is the timed phase
+            return self.served["t_start"], self.served["t_start"] + self.served["seconds"]
         return (self.windows[0]["t_start"], self.windows[-1]["t"]) if self.windows else None
 
     def warmup_span(self) -> tuple[float, float] | None:
@@ -76,6 +79,9 @@ def summarize_job(records: list[RepeatRecord], samples: list[dict[str, float]]) 
     if windows:
         out.update(_window_figures(records, windows))
         out.update(_telemetry_figures(records, samples, windows))
+    elif any(r.served for r in records):  # mode=serve: host/GPU figures over LoadGen's test
+        spans = [r.timed_span() for r in records if r.served]
+        out.update(summarize_samples([s for s in samples if any(t0 <= s["t"] <= t1 for t0, t1 in spans)]))
     per_unit = [r.done.get("run", {}).get("samples_per_unit") for r in records if r.done]
     if "throughput" in out and per_unit and all(per_unit):  # e.g. sentences/s beside target tokens/s
         out["throughput_samples"] = out["throughput"] * statistics.median(per_unit)

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from dlbench import events
 from dlbench.backends.base import BACKENDS
@@ -76,7 +77,7 @@ def _versions(backend, job: JobConfig) -> dict[str, str]:
     return out
 
 
-def run(job: JobConfig, emit: events.EventWriter) -> None:
+def run(job: JobConfig, emit: events.EventWriter, out_dir: Path | None = None) -> None:
     t0 = time.perf_counter()
     threads: dict[str, int] = {}
     if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
@@ -108,6 +109,11 @@ def run(job: JobConfig, emit: events.EventWriter) -> None:
         if job.mode == "converge":  # epochs to quality; no warm-up: it would train off the seeded plan
             emit.emit(events.WARMUP_DONE, warmup_s=0.0, steps=0)
             run_epochs(bench, job.schedule.epochs, emit.emit, on_first_step=fault)
+        elif job.mode == "serve":  # LoadGen's queries, answered by the inference step
+            from dlbench.serving.loadgen_run import run_serve
+
+            served = run_serve(bench, job, out_dir or Path.cwd(), emit.emit)
+            emit.emit(events.SERVED, **served)
         else:
             # a source with several batch shapes needs a warm-up step for each (SpecBench.warmup_steps)
             more = getattr(bench, "warmup_steps", None)
@@ -160,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     job = JobConfig.from_dict(plain)
     try:
-        run(job, emit)
+        run(job, emit, Path(args.job).resolve().parent)  # the job's folder: LoadGen's logs go there
     except (BackendUnavailable, ConfigError) as exc:
         emit.emit(events.ERROR, kind="config", message=str(exc))
         print(f"dlbench worker: {exc}", file=sys.stderr)

@@ -34,6 +34,10 @@ WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait
 # mode=converge, after each epoch's training window: epoch (1-based), metric (its name), value (on the
 # held-out split), train_loss, train_s (training seconds so far, evaluation excluded), eval_s
 EPOCH = "epoch"
+# mode=serve, after LoadGen's test: log_dir (its mlperf_log_* files), t_start, seconds, steps, samples,
+# estimates (the warm-up's latency at batch 1 and samples/s at serve.max_batch), search (Server's
+# peak-rate trials), rows_per_sample (the task's rows in one query sample)
+SERVED = "served"
 DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
 
@@ -60,6 +64,9 @@ FAILURE_TAG = "failure"  # crash | oom | timeout | config | interrupted
 FAILURE_MESSAGE_TAG = "failure.message"  # one line
 EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the name of the task's quality metric
 EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an epoch's loss or metric was NaN/inf
+
+SERVE_VALID_TAG = "serve.valid"  # mode=serve: LoadGen's verdict, VALID or INVALID
+SERVE_SCENARIO_TAG = "serve.scenario"  # mode=serve: LoadGen's scenario name (SingleStream...)
 
 # ---- thresholds ----------------------------------------------------------------------------------
 SPREAD_LIMIT = 0.05  # repeats whose medians differ by more than this are flagged (tag and report)
@@ -95,4 +102,20 @@ SUMMARY_METRICS = (
     "epochs_to_target",
     "time_to_target_s",
     "train_s",
+)
+# mode=serve: LoadGen's own figures (serving/summary.py), never recomputed
+SERVE_METRICS = (
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p95_ms",
+    "latency_p97_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_min_ms",
+    "latency_mean_ms",
+    "latency_max_ms",
+    "qps",
+    "samples_per_s",
+    "serve_batch_mean",  # samples per inference step: what coalescing up to serve.max_batch did
+    "server_peak_qps",  # serve.search=true: the highest Server rate whose p99 met the bound (0: none)
 )

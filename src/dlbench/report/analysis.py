@@ -22,6 +22,7 @@ FRAMEWORK_ORDER = ("tf", "torch", "mxnet", "jax")  # the order of the Synced 201
 PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
 BASELINE = "fp32"
 CONVERGE = "converge"  # the mode that trains to quality; its runs are reported by report/accuracy.py
+SERVE = "serve"  # LoadGen's latency mode; its runs are reported by report/latency.py
 RULE = (
     "A difference is stated only when the two runs' intervals do not overlap. A run's interval is the "
     "p5–p95 range of its timed windows' throughput, widened to median × (1 ± spread) when the job was "
@@ -217,14 +218,14 @@ def analyze(jobs: list[JobRow]) -> Analysis:
     variant = _variants(jobs)
     latest_ok: dict[tuple, JobRow] = {}
     for j in sorted(jobs, key=lambda j: j.start_ms):
-        if j.mode == CONVERGE:
-            continue  # mode=converge runs are the Accuracy section's (report/accuracy.py)
+        if j.mode in (CONVERGE, SERVE):
+            continue  # their own sections: Accuracy (report/accuracy.py), latency (report/latency.py)
         if j.status == "FINISHED" and not math.isnan(j.metric("throughput")):
             latest_ok[_key(j, variant)] = j
     ok_ids = {j.run_id for j in latest_ok.values()}
     failed, hidden = [], 0
     for j in jobs:
-        if j.run_id in ok_ids or (j.mode == CONVERGE and j.status == "FINISHED"):
+        if j.run_id in ok_ids or (j.mode in (CONVERGE, SERVE) and j.status == "FINISHED"):
             continue
         newer = latest_ok.get(_key(j, variant))
         if newer is not None and newer.start_ms >= j.start_ms:

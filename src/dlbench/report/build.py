@@ -16,6 +16,7 @@ from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_cur
 from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
 from dlbench.report.equivalence import Margins
+from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
 from dlbench.report.render import (
     DASH,
@@ -44,6 +45,7 @@ class Report:
     selection: Selection
     analysis: Analysis
     accuracy: AccuracyAnalysis
+    latency: LatencyAnalysis | None = None
 
     @property
     def files(self) -> list[Path]:
@@ -71,7 +73,8 @@ def build_report(
     selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
     accuracy = analyze_accuracy(selection.jobs, margins)
-    if require_finished and not analysis.groups and not accuracy.tasks:
+    latency = analyze_latency(selection.jobs)
+    if require_finished and not analysis.groups and not accuracy.tasks and not latency.groups:
         statuses = Counter(j.status for j in selection.jobs)
         what = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"
         raise ReportInputError(
@@ -84,11 +87,14 @@ def build_report(
         if (h := load_history(client, job.run_id, job.start_ms)) is not None:
             histories[job.run_id] = h
 
-    blocks = [_overview(selection, analysis, accuracy, parent_status)]
+    blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
     blocks += accuracy_section
+    latency_section = latency_blocks(latency, out_dir)
+    images += [image.path for block in latency_section for image in block.images]
+    blocks += latency_section
     for g in analysis.groups:
         block = Block(g.title, tables=[result_table(g, analysis.has_spread)])
         block.paragraphs.append(_table_note(analysis))
@@ -118,7 +124,7 @@ def build_report(
     md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
     page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
-    return Report(out_dir, md, page, images, selection, analysis, accuracy)
+    return Report(out_dir, md, page, images, selection, analysis, accuracy, latency)
 
 
 def not_run_block(sel: Selection) -> Block | None:
@@ -160,7 +166,13 @@ def _table_note(analysis: Analysis) -> str:
     return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
 
 
-def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis, status: str | None) -> Block:
+def _overview(
+    sel: Selection,
+    analysis: Analysis,
+    accuracy: AccuracyAnalysis,
+    latency: LatencyAnalysis,
+    status: str | None,
+) -> Block:
     b = Block("Overview")
     when = min((j.start_ms for j in sel.jobs), default=0)
     started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
@@ -187,7 +199,7 @@ def _overview(sel: Selection, analysis: Analysis, accuracy: AccuracyAnalysis, st
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
     failed = len(analysis.failed)
     b.bullets.append(
-        f"Jobs: {len(analysis.finished) + len(accuracy.runs)} finished"
+        f"Jobs: {len(analysis.finished) + len(accuracy.runs) + len(latency.runs)} finished"
         + (f" ({analysis.reused} reused from earlier sweeps, resume=true)" if analysis.reused else "")
         + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")

@@ -27,6 +27,8 @@ from dlbench.core.names import (
     KIND_TAG,
     LOSS_FLAG_TAG,
     PARENT_TAG,
+    SERVE_METRICS,
+    SERVE_VALID_TAG,
     SPREAD_FLAG_TAG,
     SUMMARY_METRICS,
 )
@@ -90,6 +92,7 @@ class JobRow:
     threads: str | None = None  # "intra/inter-op" threads the framework reported, e.g. "2/2"
     execution: str = "eager"  # how the step ran: eager, graph, hybridized, xla, torch.compile(mode)
     converge: dict[str, str] = field(default_factory=dict)  # mode=converge: seed, metric, target, flag
+    serve: dict[str, str] = field(default_factory=dict)  # mode=serve: scenario, max_batch, valid (LoadGen's)
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
@@ -278,7 +281,7 @@ def job_row(run: Run) -> JobRow:
         precision=p.get("precision.name", "?"),
         mode=p.get("mode", "?"),
         start_ms=run.info.start_time or 0,
-        metrics={k: float(m[k]) for k in SUMMARY_METRICS if k in m},
+        metrics={k: float(m[k]) for k in (*SUMMARY_METRICS, *SERVE_METRICS) if k in m},
         variant_params={k: v for k, v in p.items() if _is_variant_param(k)},
         failure=t.get(FAILURE_TAG),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
@@ -298,6 +301,7 @@ def job_row(run: Run) -> JobRow:
         if "threads.intra_op" in p
         else None,
         converge=_converge_facts(p, t),
+        serve=_serve_facts(p, t),
         execution=t.get(EXECUTION_TAG) or _execution(p),
     )
 
@@ -306,6 +310,14 @@ def _execution(params: dict[str, str]) -> str:
     """A run recorded before the run.execution tag: its mode from the framework knobs it was given."""
     knobs = {k.removeprefix("framework."): v for k, v in params.items() if k.startswith("framework.")}
     return execution(params.get("framework.name", "?"), knobs)
+
+
+def _serve_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:
+    """mode=serve: the scenario and batching asked for, and LoadGen's verdict (absent in other modes)."""
+    if params.get("mode") != "serve":
+        return {}
+    facts = {"scenario": params.get("serve.scenario", "?"), "max_batch": params.get("serve.max_batch", "?")}
+    return facts | {"valid": tags.get(SERVE_VALID_TAG, "?")}
 
 
 def _converge_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:

@@ -27,6 +27,8 @@ NOT_HASHED = ("tracking", "resume", "fail_fast", "report", "timeout_s", "guard")
 def config_hash(config: dict[str, Any]) -> str:
     """A stable digest of a resolved job configuration (JobConfig.to_dict()), key order irrelevant."""
     kept = {k: v for k, v in config.items() if k not in NOT_HASHED}
+    if kept.get("mode") != "serve":  # serve.* means nothing elsewhere: earlier runs keep their digest
+        kept.pop("serve", None)
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 

@@ -1,0 +1,129 @@
+"""The report's serving-latency section: mode=serve runs, one table per (model, scenario), LoadGen's own
+figures as recorded (serving/summary.py), its verdict beside them. No framework is called faster here yet:
+one LoadGen test per cell has no measured spread to gate a finding on (the throughput findings' rule)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from dlbench.report.analysis import SERVE
+from dlbench.report.charts import FRAMEWORK_COLORS, _color, _save
+from dlbench.report.load import JobRow
+from dlbench.report.render import Block, Image, Table, fmt, fmt_throughput
+
+# what MLPerf calls each scenario's result (its headline figure)
+HEADLINE = {
+    "single_stream": "p90 latency",
+    "multi_stream": "p99 latency",
+    "server": "samples/s with p99 under the bound",
+    "offline": "samples/s",
+}
+_PERCENTILES = (
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p999", "p99.9"),
+    ("max", "max"),
+)
+
+
+@dataclass
+class LatencyAnalysis:
+    """The newest finished serve run of each cell, grouped by (model, scenario)."""
+
+    groups: dict[tuple[str, str], list[JobRow]] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> list[JobRow]:
+        return [j for rows in self.groups.values() for j in rows]
+
+
+def analyze_latency(jobs: list[JobRow]) -> LatencyAnalysis:
+    newest: dict[tuple, JobRow] = {}
+    for j in sorted(jobs, key=lambda j: j.start_ms):
+        if j.mode == SERVE and j.status == "FINISHED":
+            cell = (
+                j.model,
+                j.serve.get("scenario"),
+                j.framework,
+                j.precision,
+                j.execution,
+                j.serve.get("max_batch"),
+            )
+            newest[cell] = j
+    out = LatencyAnalysis()
+    for (model, scenario, *_), j in sorted(newest.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        out.groups.setdefault((model, scenario), []).append(j)
+    return out
+
+
+def _row(j: JobRow) -> list[str]:
+    rate = j.metric("samples_per_s")
+    rate_text = (
+        f"{fmt_throughput(rate)} samples/s" if rate == rate else f"{fmt_throughput(j.metric('qps'))} q/s"
+    )
+    cells = [j.framework, j.precision_label, j.execution, j.serve.get("max_batch", "?")]
+    cells += [fmt(j.metric(f"latency_{key}_ms"), ".2f") for key, _ in _PERCENTILES]
+    return [*cells, rate_text, fmt(j.metric("serve_batch_mean"), ".2f"), j.serve.get("valid", "?")]
+
+
+# the CDF's points: LoadGen's percentiles, its minimum at 0 and its maximum at 100
+_CDF = (("min", 0.0), ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p97", 97.0), ("p99", 99.0))
+_CDF += (("p999", 99.9), ("max", 100.0))
+
+
+def cdf_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
+    """Latency (ms, log scale) against the fraction of queries answered within it, one line per run,
+    drawn through LoadGen's own percentiles; None when no run logged them."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    drawn = 0
+    for i, j in enumerate(rows):
+        points = [(j.metric(f"latency_{k}_ms"), q) for k, q in _CDF]
+        points = [(x, q) for x, q in points if not math.isnan(x) and x > 0]
+        if len(points) < 2:
+            continue
+        label = f"{j.framework} {j.precision} {j.execution}"
+        ax.plot(
+            *zip(*points, strict=True),
+            marker="o",
+            ms=3,
+            label=label,
+            color=_color(FRAMEWORK_COLORS, j.framework, i),
+        )
+        drawn += 1
+    if not drawn:
+        return None
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, LoadGen's percentiles)")
+    ax.set_ylabel("% of queries within")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def latency_blocks(analysis: LatencyAnalysis, out_dir: Path | None = None) -> list[Block]:
+    """One block per (model, scenario): the percentile table per framework and execution mode, and the
+    latency CDF drawn through the percentiles when out_dir is given."""
+    blocks = []
+    for (model, scenario), rows in analysis.groups.items():
+        block = Block(f"{model} serving, {scenario}")
+        block.paragraphs.append(
+            f"LoadGen's figures (ms; MLPerf's result for this scenario: {HEADLINE.get(scenario, '?')}); "
+            "LoadGen = its VALID/INVALID verdict (minimum duration, query count, latency bound, early "
+            "stopping). One test per cell: no finding is drawn without a measured spread."
+        )
+        headers = ["framework", "precision", "execution", "max batch"]
+        headers += [name for _, name in _PERCENTILES] + ["rate", "batch mean", "LoadGen"]
+        block.tables.append(Table(f"latency-{model}-{scenario}", "latency", headers, [_row(j) for j in rows]))
+        title = f"{model} {scenario}: latency CDF"
+        if out_dir and (png := cdf_chart(rows, title, out_dir / f"latency-{model}-{scenario}.png")):
+            block.images.append(Image(png, title))
+        blocks.append(block)
+    return blocks

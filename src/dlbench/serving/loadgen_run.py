@@ -1,0 +1,200 @@
+"""mode=serve inside the worker: MLPerf's LoadGen issues queries, the bench's inference step answers them.
+
+One generic answer for every framework: `bench.predict(host batch)` is the job's inference step as the bench
+built it (eager or compiled as configured) from host samples to host outputs, so a query's latency covers
+what a server does with a request: gather its samples, put them on the device, infer, read the answer back.
+LoadGen's StartTest runs in a thread of its own; the main thread (where the framework was set up) answers,
+taking up to serve.max_batch pending samples per step: one per query in SingleStream, a query's samples in
+MultiStream, whatever queued up in Server, chunks of the one big query in Offline.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+
+from dlbench.config import JobConfig, ServeConfig
+from dlbench.data.synthetic import HostBatch, synthetic_batch
+from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, QUERY_ROWS, SCENARIOS
+
+NS_PER_MS = 1_000_000
+
+
+class SampleLibrary:
+    """LoadGen's query sample library: `sample_count` synthetic samples held in host memory (load/unload
+    are no-ops: they never leave it). A sample is QUERY_ROWS[task] consecutive rows of the task's inputs
+    (an image; a user's candidate list, ids drawn per row: the network's work does not depend on their
+    values). A query's samples are gathered by index into one host batch."""
+
+    def __init__(self, bench: Any, count: int) -> None:
+        self.rows = QUERY_ROWS[bench.spec.task]
+        self.pool = synthetic_batch(bench.spec, count * self.rows)
+        self.count = count
+
+    def batch(self, indices: list[int]) -> HostBatch:
+        idx = (np.asarray(indices)[:, None] * self.rows + np.arange(self.rows)).reshape(-1)
+        pick = lambda arrays: {k: v[idx] for k, v in arrays.items()}  # noqa: E731
+        return HostBatch(pick(self.pool.inputs), pick(self.pool.targets), len(indices))
+
+
+class Answerer:
+    """The system under test: LoadGen's issue callback only queues the samples; `serve_until` answers
+    them on the calling thread, at most `max_batch` per inference step."""
+
+    def __init__(self, bench: Any, library: SampleLibrary, max_batch: int) -> None:
+        self.bench, self.library, self.max_batch = bench, library, max_batch
+        self.pending: queue.SimpleQueue = queue.SimpleQueue()
+        self.steps = self.samples = 0
+
+    def issue(self, query_samples: list) -> None:
+        for q in query_samples:
+            self.pending.put((q.id, q.index))
+
+    def _take(self) -> list[tuple[int, int]]:
+        taken = [self.pending.get(timeout=0.01)]
+        while len(taken) < self.max_batch:
+            try:
+                taken.append(self.pending.get_nowait())
+            except queue.Empty:
+                break
+        return taken
+
+    def answer(self, taken: list[tuple[int, int]]) -> None:
+        self.bench.predict(self.library.batch([index for _, index in taken]))  # numpy: done on the device
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(qid, 0, 0) for qid, _ in taken])
+        self.steps += 1
+        self.samples += len(taken)
+
+    def serve_until(self, done: threading.Event) -> None:
+        while not (done.is_set() and self.pending.empty()):
+            try:
+                taken = self._take()
+            except queue.Empty:
+                continue
+            self.answer(taken)
+
+
+def warm_up(bench: Any, library: SampleLibrary, max_batch: int, reps: int) -> dict[str, float]:
+    """Every batch size a step can meet (1..max_batch) once, so none is first traced, compiled or bound in
+    the test, then at least 3 timed steps at 1 and at max_batch: the estimates LoadGen is told when the user
+    gives none. The fastest step counts, so that LoadGen plans enough queries for its minimum duration even
+    when the steps get faster once warm. The layer probe has seen a real step by then and is removed."""
+    for size in range(1, max_batch + 1):
+        bench.predict(library.batch(list(range(size))))
+        probe = getattr(bench, "probe", None)
+        if probe is not None and getattr(probe, "active", False):
+            probe.remove()
+
+    def fastest(size: int) -> float:
+        batch = list(range(size))
+        times = []
+        for _ in range(max(reps, 3)):
+            t = time.perf_counter()
+            bench.predict(library.batch(batch))
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    one, full = fastest(1), fastest(max_batch)
+    return {"latency_1_ms": 1000 * one, "samples_per_s_max_batch": max_batch / full}
+
+
+def test_settings(serve: ServeConfig, estimates: dict[str, float]) -> lg.TestSettings:
+    """serve.* as LoadGen TestSettings, in LoadGen's units; performance mode only."""
+    s = lg.TestSettings()
+    s.scenario = getattr(lg.TestScenario, SCENARIOS[serve.scenario])
+    s.mode = lg.TestMode.PerformanceOnly
+    s.min_duration_ms = int(serve.min_duration_s * 1000)
+    s.max_duration_ms = int((serve.max_duration_s or 0) * 1000)  # 0: no limit
+    s.min_query_count = serve.min_query_count
+    s.max_query_count = serve.max_query_count or 0
+    expected_ns = int((serve.expected_latency_ms or estimates["latency_1_ms"]) * NS_PER_MS)
+    s.single_stream_expected_latency_ns = max(expected_ns, 1)
+    s.multi_stream_expected_latency_ns = max(expected_ns * serve.samples_per_query, 1)
+    s.multi_stream_samples_per_query = serve.samples_per_query
+    s.offline_expected_qps = serve.target_qps or estimates["samples_per_s_max_batch"]
+    s.server_target_qps = serve.target_qps or 0.5 * estimates["samples_per_s_max_batch"]
+    s.server_target_latency_ns = int((serve.latency_bound_ms or DEFAULT_LATENCY_BOUND_MS) * NS_PER_MS)
+    s.qsl_rng_seed = s.sample_index_rng_seed = s.schedule_rng_seed = serve.seed
+    return s
+
+
+def log_settings(out_dir: Path) -> lg.LogSettings:
+    """LoadGen's mlperf_log_* files go to the job's own folder, never the working directory."""
+    ls = lg.LogSettings()
+    ls.log_output.outdir = str(out_dir)
+    ls.log_output.copy_summary_to_stdout = False
+    return ls
+
+
+def one_test(answerer: Answerer, settings: lg.TestSettings, out_dir: Path) -> dict[str, Any]:
+    """One LoadGen test: StartTest in its own thread, the answers on this one; logs into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sut = lg.ConstructSUT(answerer.issue, lambda: None)
+    count = answerer.library.count
+    qsl = lg.ConstructQSL(count, count, lambda s: None, lambda s: None)
+    done = threading.Event()
+    logs = log_settings(out_dir)
+
+    def test() -> None:
+        try:
+            lg.StartTestWithLogSettings(sut, qsl, settings, logs)
+        finally:
+            done.set()
+
+    tester = threading.Thread(target=test, name="loadgen", daemon=True)
+    t0, steps, samples = time.time(), answerer.steps, answerer.samples
+    tester.start()
+    # A failing step raises out of here: LoadGen's thread, still waiting for answers, dies with the process.
+    answerer.serve_until(done)
+    tester.join()
+    lg.DestroyQSL(qsl)
+    lg.DestroySUT(sut)
+    return {
+        "log_dir": str(out_dir),
+        "t_start": t0,
+        "seconds": time.time() - t0,
+        "steps": answerer.steps - steps,
+        "samples": answerer.samples - samples,
+    }
+
+
+def search_settings(serve: ServeConfig, estimates: dict[str, float], qps: float) -> lg.TestSettings:
+    """A short Server trial at `qps`: serve.search_step_s long, the bound and seeds as configured."""
+    s = test_settings(serve, estimates)
+    s.server_target_qps = qps
+    s.min_duration_ms = int(serve.search_step_s * 1000)
+    s.max_duration_ms = int(2 * serve.search_step_s * 1000)
+    s.min_query_count = 1
+    return s
+
+
+def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str, Any]:
+    """Warm up, (Server with serve.search: find the peak rate,) run LoadGen's test, return what the
+    `served` event reports (the summary is parsed by the orchestrator from the file itself)."""
+    serve = job.serve
+    library = SampleLibrary(bench, serve.sample_count)
+    start = time.perf_counter()
+    estimates = warm_up(bench, library, serve.max_batch, job.schedule.warmup_steps)
+    emit("warmup_done", warmup_s=time.perf_counter() - start, steps=serve.max_batch)
+    answerer = Answerer(bench, library, serve.max_batch)
+    settings, search = test_settings(serve, estimates), {}
+    if serve.search:
+        from dlbench.serving.search import find_peak_qps
+
+        def trial(qps: float, folder: Path) -> None:
+            one_test(answerer, search_settings(serve, estimates, qps), folder)
+
+        peak, trials = find_peak_qps(
+            trial, settings.server_target_qps, serve.search_budget_s, out_dir / "search"
+        )
+        # none met the bound: confirm at the slowest rate tried, so the verdict says so
+        settings.server_target_qps = peak or min(t["qps"] for t in trials)
+        search = {"peak_qps": peak, "trials": trials}
+    facts = {"estimates": estimates, "search": search, "rows_per_sample": library.rows}
+    return one_test(answerer, settings, out_dir) | facts

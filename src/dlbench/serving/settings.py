@@ -1,0 +1,78 @@
+"""The serve scenarios and the checks a serve config must pass before anything runs (one line each).
+
+Framework-free and LoadGen-free: config.validate calls `serve_problems` in the orchestrator's process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# serve.scenario -> LoadGen's TestScenario name
+SCENARIOS = {
+    "single_stream": "SingleStream",
+    "multi_stream": "MultiStream",
+    "server": "Server",
+    "offline": "Offline",
+}
+# The tasks served so far, and how many of the task's rows one LoadGen query sample is: one image; one
+# user's candidate list (the held-out item and the 100 negatives HR@10 ranks it among). Detection and
+# translation (one sentence, greedy decode) are not served yet.
+QUERY_ROWS = {"classification": 1, "recommendation": 101}
+SERVED_TASKS = tuple(QUERY_ROWS)
+DEFAULT_LATENCY_BOUND_MS = 100.0  # server: a bound must be given to LoadGen; MLPerf's ResNet-50 one is 15 ms
+
+
+def serve_problems(serve: Any, task: str, dataset: str) -> list[tuple[bool, str]]:
+    """(ok, one-line message) pairs for config.validate: an unknown scenario, an impossible bound or count,
+    a task or dataset this stage cannot serve."""
+    s = serve
+    return [
+        (
+            s.scenario in SCENARIOS,
+            f"serve.scenario={s.scenario!r}: use one of {', '.join(SCENARIOS)}",
+        ),
+        (
+            task in SERVED_TASKS,
+            f"mode=serve: model.task={task} is not served yet (served: {', '.join(SERVED_TASKS)})",
+        ),
+        (
+            dataset == "synthetic",
+            f"mode=serve answers synthetic samples only; use dataset=synthetic, not {dataset}",
+        ),
+        (s.max_batch >= 1, f"serve.max_batch={s.max_batch}: use 1 or more"),
+        (s.min_duration_s >= 0, f"serve.min_duration_s={s.min_duration_s}: use 0 or more seconds"),
+        (
+            s.max_duration_s is None or s.max_duration_s >= s.min_duration_s,
+            f"serve.max_duration_s={s.max_duration_s} is below serve.min_duration_s={s.min_duration_s}: "
+            "the run could never last long enough",
+        ),
+        (s.min_query_count >= 1, f"serve.min_query_count={s.min_query_count}: use 1 or more"),
+        (
+            s.max_query_count is None or s.max_query_count >= s.min_query_count,
+            f"serve.max_query_count={s.max_query_count} is below serve.min_query_count={s.min_query_count}",
+        ),
+        (
+            s.target_qps is None or s.target_qps > 0,
+            f"serve.target_qps={s.target_qps}: a query rate must be above 0 (or null)",
+        ),
+        (
+            s.latency_bound_ms is None or s.latency_bound_ms > 0,
+            f"serve.latency_bound_ms={s.latency_bound_ms}: a latency bound must be above 0 ms (or null)",
+        ),
+        (
+            s.expected_latency_ms is None or s.expected_latency_ms > 0,
+            f"serve.expected_latency_ms={s.expected_latency_ms}: must be above 0 ms (or null)",
+        ),
+        (s.samples_per_query >= 1, f"serve.samples_per_query={s.samples_per_query}: use 1 or more"),
+        (s.sample_count >= 1, f"serve.sample_count={s.sample_count}: use 1 or more"),
+        (s.seed >= 0, f"serve.seed={s.seed}: use 0 or more"),
+        (
+            not s.search or s.scenario == "server",
+            f"serve.search=true searches Server's peak rate; serve.scenario={s.scenario} has none to search",
+        ),
+        (
+            not s.search or s.search_budget_s >= s.search_step_s > 0,
+            f"serve.search_budget_s={s.search_budget_s} must hold at least one trial of "
+            f"serve.search_step_s={s.search_step_s} (> 0)",
+        ),
+    ]

@@ -1,0 +1,147 @@
+"""mode=serve's framework-free halves: LoadGen's summary read back as LoadGen wrote it, and the serve
+checks that refuse a job in one line before anything runs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from dlbench.config import JobConfig, validate
+from dlbench.errors import ConfigError
+from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
+
+lg = pytest.importorskip("mlperf_loadgen")
+
+
+def _loadgen_test(out, scenario: str, sleep_s: float) -> None:
+    """A real LoadGen test against a SUT that answers after `sleep_s`: the files the parser meets."""
+
+    def issue(samples):
+        time.sleep(sleep_s)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in samples])
+
+    sut = lg.ConstructSUT(issue, lambda: None)
+    qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, scenario)
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.min_duration_ms, settings.min_query_count = 200, 10
+    settings.offline_expected_qps = 200
+    logs = lg.LogSettings()
+    logs.log_output.outdir = str(out)
+    logs.log_output.copy_summary_to_stdout = False
+    lg.StartTestWithLogSettings(sut, qsl, settings, logs)
+    lg.DestroyQSL(qsl)
+    lg.DestroySUT(sut)
+
+
+def _detail(out) -> dict[str, object]:
+    """LoadGen's detail log (a second, independent record of its results): key -> value."""
+    rows = [
+        json.loads(line.split(":::MLLOG ", 1)[1]) for line in (out / DETAIL_FILE).read_text().splitlines()
+    ]
+    return {r["key"]: r["value"] for r in rows}
+
+
+@pytest.mark.parametrize("scenario", ["SingleStream", "Offline"])
+def test_the_parsed_figures_are_loadgens_own(tmp_path, scenario):
+    _loadgen_test(tmp_path, scenario, 0.002)
+    parsed = parse_summary(tmp_path / SUMMARY_FILE)
+    detail = _detail(tmp_path)
+    m = parsed["metrics"]
+    for name, key in (("p50", "50.00"), ("p90", "90.00"), ("p99", "99.00"), ("p999", "99.90")):
+        assert m[f"latency_{name}_ms"] == pytest.approx(detail[f"result_{key}_percentile_latency_ns"] / 1e6)
+    assert m["latency_max_ms"] == pytest.approx(detail["result_max_latency_ns"] / 1e6)
+    assert parsed["valid"] == detail["result_validity"] and parsed["scenario"] == scenario
+    rate = "samples_per_s" if scenario == "Offline" else "qps"
+    assert m[rate] > 0 and parsed["settings"]["min_duration_ms"] == "200"
+    assert m["latency_p50_ms"] >= 2.0  # the SUT slept 2 ms per query: milliseconds, not ns or s
+
+
+@pytest.mark.parametrize(
+    ("serve", "key"),
+    [
+        ({"scenario": "burst"}, "serve.scenario='burst'"),
+        ({"scenario": "server", "latency_bound_ms": 0}, "serve.latency_bound_ms=0"),
+        ({"min_duration_s": 10, "max_duration_s": 5}, "serve.max_duration_s=5"),
+        ({"min_query_count": 10, "max_query_count": 2}, "serve.max_query_count=2"),
+        ({"target_qps": -1}, "serve.target_qps=-1"),
+        ({"max_batch": 0}, "serve.max_batch=0"),
+    ],
+)
+def test_a_serve_job_that_cannot_run_is_one_line(serve, key):
+    job = JobConfig.from_dict({"mode": "serve", "serve": serve})
+    with pytest.raises(ConfigError) as err:
+        validate(job)
+    assert str(err.value).startswith(key) and "\n" not in str(err.value)
+
+
+def test_a_task_or_dataset_not_served_yet_is_one_line():
+    for change, words in (
+        ({"model": {"task": "detection", "name": "ssd300"}}, "model.task=detection is not served yet"),
+        ({"dataset": {"name": "imagenet", "path": "/data"}}, "use dataset=synthetic, not imagenet"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            validate(JobConfig.from_dict({"mode": "serve", **change}))
+        assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def _server_trial(service_s: float, bound_ms: float):
+    """A real LoadGen Server test of a one-thread server that takes `service_s` per query, so its p99
+    grows with the offered rate and passes `bound_ms` somewhere below 1 / service_s."""
+    import queue
+    import threading
+
+    def trial(qps: float, folder) -> None:
+        pending: queue.SimpleQueue = queue.SimpleQueue()
+        done = threading.Event()
+
+        def serve() -> None:
+            while not done.is_set():
+                try:
+                    q = pending.get(timeout=0.005)
+                except queue.Empty:
+                    continue
+                time.sleep(service_s)
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0)])
+
+        worker = threading.Thread(target=serve, daemon=True)
+        worker.start()
+        sut = lg.ConstructSUT(lambda qs: [pending.put(q) for q in qs], lambda: None)
+        qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
+        s = lg.TestSettings()
+        s.scenario, s.mode = lg.TestScenario.Server, lg.TestMode.PerformanceOnly
+        s.server_target_qps, s.server_target_latency_ns = qps, int(bound_ms * 1e6)
+        s.min_duration_ms, s.max_duration_ms, s.min_query_count = 700, 1400, 1
+        logs = lg.LogSettings()
+        logs.log_output.outdir = str(folder)
+        logs.log_output.copy_summary_to_stdout = False
+        lg.StartTestWithLogSettings(sut, qsl, s, logs)
+        done.set()
+        worker.join()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+
+    return trial
+
+
+def test_the_server_search_brackets_the_rate_where_loadgen_says_the_bound_breaks(tmp_path):
+    from dlbench.serving.search import find_peak_qps
+
+    peak, trials = find_peak_qps(_server_trial(0.01, 40.0), 20.0, 25.0, tmp_path)
+    assert peak > 0 and any(t["met"] for t in trials) and any(not t["met"] for t in trials)
+    assert peak == max(t["qps"] for t in trials if t["met"])  # the highest rate LoadGen passed
+    assert peak < 100  # a 10 ms server cannot keep p99 under 40 ms at its saturation rate
+    assert (tmp_path / "trial00" / "mlperf_log_summary.txt").exists()
+
+
+def test_serve_settings_change_the_config_hash_of_serve_jobs_only():
+    from dlbench.tracking.resume import config_hash
+
+    def digest(mode: str, scenario: str) -> str:
+        return config_hash(JobConfig.from_dict({"mode": mode, "serve": {"scenario": scenario}}).to_dict())
+
+    assert digest("train", "single_stream") == digest("train", "offline")  # resume finds earlier runs
+    assert digest("serve", "single_stream") != digest("serve", "offline")
