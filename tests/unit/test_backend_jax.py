@@ -16,6 +16,7 @@ import pytest
 from dlbench.backends.interpreter import worker_python
 from dlbench.config import JaxConfig, PrecisionConfig
 from dlbench.errors import ConfigError
+from dlbench.workloads.detection.spec import DetectionConfig
 from tests.worker_jobs import run_snippet, run_worker, tiny_job, worker_env
 
 try:
@@ -159,3 +160,14 @@ def test_dali_fed_jobs_say_not_yet_in_one_line(tmp_path: Path) -> None:
     assert rc == 3 and error["kind"] == "config"
     assert error["message"].startswith("framework=jax dataset=imagenet: DALI-fed JAX runs are not built yet")
     assert "\n" not in error["message"]
+
+
+def test_ssd300_postprocess_says_not_written_in_one_line(tmp_path: Path) -> None:
+    """SSD300's decoding + NMS has no JAX version: the worker stops in one line naming the way out."""
+    job = tiny_job("jax", {"mode": "infer", "precision": PrecisionConfig()})
+    job.model = DetectionConfig(image_size=32, batch_size=2, postprocess=True)
+    rc, events, _ = run_worker(job, tmp_path / "job.json", worker_env(OMP_NUM_THREADS="1"), python=PYTHON)
+    error = next(e for e in events if e["event"] == "error")
+    assert rc == 3 and error["kind"] == "config"
+    assert error["message"].startswith("framework=jax model.postprocess=true:")
+    assert "model.postprocess=false" in error["message"] and "\n" not in error["message"]
