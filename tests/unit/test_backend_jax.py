@@ -162,12 +162,13 @@ def test_dali_fed_jobs_say_not_yet_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in error["message"]
 
 
-def test_ssd300_postprocess_says_not_written_in_one_line(tmp_path: Path) -> None:
-    """SSD300's decoding + NMS has no JAX version: the worker stops in one line naming the way out."""
+def test_ssd300_inference_with_decoding_and_nms_runs_in_the_worker(tmp_path: Path) -> None:
+    """model.postprocess=true: decoding + NMS traced into the jitted inference step, through the worker."""
     job = tiny_job("jax", {"mode": "infer", "precision": PrecisionConfig()})
     job.model = DetectionConfig(image_size=32, batch_size=2, postprocess=True)
-    rc, events, _ = run_worker(job, tmp_path / "job.json", worker_env(OMP_NUM_THREADS="1"), python=PYTHON)
-    error = next(e for e in events if e["event"] == "error")
-    assert rc == 3 and error["kind"] == "config"
-    assert error["message"].startswith("framework=jax model.postprocess=true:")
-    assert "model.postprocess=false" in error["message"] and "\n" not in error["message"]
+    rc, events, stderr = run_worker(
+        job, tmp_path / "job.json", worker_env(OMP_NUM_THREADS="1"), python=PYTHON
+    )
+    assert rc == 0, stderr[-3000:]
+    windows = [e for e in events if e["event"] == "window"]
+    assert len(windows) == 2 and all(w["samples"] == 4 for w in windows)

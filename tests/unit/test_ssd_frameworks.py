@@ -175,6 +175,9 @@ def train_loss(params):
     return d.ssd_loss(tloc, tconf, io["train_loc"], io["train_labels"])
 tloss, grads = jax.jit(jax.value_and_grad(train_loss))(net.params)
 out["train_loss"] = float(tloss)
+for name, top in (("nms", 200), ("nms5", 5)):
+    res = jax.jit(lambda l, c: d.postprocess(l, c, dboxes, max_output=top))(io["nms_loc"], io["nms_conf"])
+    out.update({f"{name}_{k}": np.asarray(v) for k, v in zip(("boxes", "scores", "labels"), res)})
 named = d.export_weights(Network(m, {**net.variables, "params": grads}))
 out.update({f"grad:{k}": named[f"{k}.weight"] for k in GRAD_KEYS})
 """
@@ -268,7 +271,7 @@ def test_identical_weights_give_identical_outputs(results, fw):
         np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=5e-5 * scale, err_msg=f"{fw} {key}")
 
 
-@pytest.mark.parametrize("fw", ["torch", "tf", "mxnet"])
+@pytest.mark.parametrize("fw", ["torch", *OTHERS])
 @pytest.mark.parametrize("top", [200, 5])
 def test_postprocess_matches_the_numpy_reference(results, fw, top):
     name = "nms" if top == 200 else "nms5"

@@ -9,7 +9,8 @@ default box at the index the torch model gives it. 22,894,902 trainable paramete
 Initialisation as torch: He (fan_out) for the backbone, Glorot-uniform for extras and heads, head biases
 U(+-1/sqrt(fan_in)) (torch's conv default). Module paths map onto the torch module names, the
 framework-neutral weight names (`neutral_name`), for `export_weights`/`load_weights`; kernels are HWIO
-here, OIHW there. Box decoding + NMS (model.postprocess=true) is not written in JAX: refused in one line.
+here, OIHW there. model.postprocess=true adds box decoding + per-class greedy NMS in fixed shapes (top 200
+per class, a fixed-length suppression loop), traced into the inference step.
 """
 
 from __future__ import annotations
@@ -25,9 +26,17 @@ import numpy as np
 
 from dlbench.backends.jax.family import JaxFamily, Network
 from dlbench.core.spec import TaskSpec
-from dlbench.errors import BackendUnavailable
 from dlbench.workloads.classification.jax import _Bottleneck, _Layers
-from dlbench.workloads.detection.boxes import NUM_CLASSES, valid_conv_pads
+from dlbench.workloads.detection.boxes import (
+    IOU_THRESHOLD,
+    MAX_OUTPUT,
+    MAX_PER_CLASS,
+    NUM_CLASSES,
+    SCORE_THRESHOLD,
+    DefaultBoxes,
+    default_boxes_for,
+    valid_conv_pads,
+)
 from dlbench.workloads.detection.spec import (
     BOXES_PER_CELL,
     EXTRA_MID_CHANNELS,
@@ -120,6 +129,63 @@ def ssd_loss(ploc, pconf, gloc, glabel):
     return ((sl1 + closs) * has_pos / jnp.maximum(pos_num, 1e-6)).mean()
 
 
+def decode_boxes(loc, dboxes: DefaultBoxes):
+    """Offsets (B, 4, A) -> ltrb boxes (B, A, 4), as dlbench.workloads.detection.boxes.decode."""
+    d = jnp.asarray(dboxes.xywh)
+    loc = jnp.transpose(loc.astype(jnp.float32), (0, 2, 1))
+    xy = loc[..., :2] * dboxes.scale_xy * d[:, 2:] + d[:, :2]
+    wh = jnp.exp(loc[..., 2:] * dboxes.scale_wh) * d[:, 2:]
+    return jnp.concatenate([xy - wh / 2, xy + wh / 2], axis=-1)
+
+
+def _iou(boxes):
+    """IoU of every box with every other, (k, 4) ltrb -> (k, k)."""
+    lt = jnp.maximum(boxes[:, None, :2], boxes[None, :, :2])
+    rb = jnp.minimum(boxes[:, None, 2:], boxes[None, :, 2:])
+    inter = jnp.prod(jnp.clip(rb - lt, 0.0, None), axis=-1)
+    area = jnp.prod(boxes[:, 2:] - boxes[:, :2], axis=-1)
+    return inter / (area[:, None] + area[None, :] - inter)
+
+
+def _nms_keep(boxes, valid, iou_threshold: float):
+    """Greedy NMS over candidates sorted by descending score: which of them are kept, (k,) bool. A fixed
+    number of steps (one per candidate), so it compiles once."""
+    overlap = _iou(boxes) >= iou_threshold
+    later = jnp.arange(boxes.shape[0])[None, :] > jnp.arange(boxes.shape[0])[:, None]
+
+    def visit(i, keep):
+        return keep & ~(overlap[i] & later[i] & keep[i])
+
+    return jax.lax.fori_loop(0, boxes.shape[0], visit, valid)
+
+
+def postprocess(
+    loc,
+    conf,
+    dboxes: DefaultBoxes,
+    score_threshold: float = SCORE_THRESHOLD,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    max_output: int = MAX_OUTPUT,
+):
+    """DLE's decode + per-class NMS for the whole batch, in fixed shapes: softmax, each class's 200 best
+    default boxes as its candidates (those over the score threshold valid), greedy NMS per (image, class),
+    the 200 best kept per image. Returns boxes (B, M, 4) ltrb, scores (B, M), labels (B, M) with label 0
+    in unused slots (M = max_output)."""
+    boxes = decode_boxes(loc, dboxes)
+    probs = jax.nn.softmax(conf.astype(jnp.float32), axis=1)[:, 1:]  # (B, C-1, A): background dropped
+    scores, idx = jax.lax.top_k(probs, min(max_per_class, dboxes.count))  # (B, C-1, k), descending
+    cand = jax.vmap(lambda b, i: b[i])(boxes, idx)  # (B, C-1, k, 4)
+    keep = jax.vmap(jax.vmap(lambda bx, v: _nms_keep(bx, v, iou_threshold)))(cand, scores > score_threshold)
+    b, c1, k = scores.shape
+    flat = jnp.where(keep, scores, -1.0).reshape(b, c1 * k)
+    best, pick = jax.lax.top_k(flat, min(max_output, c1 * k))
+    used = best > 0
+    out_boxes = jnp.take_along_axis(cand.reshape(b, c1 * k, 4), pick[..., None], axis=1)
+    labels = jnp.where(used, pick // k + 1, 0)
+    return jnp.where(used[..., None], out_boxes, 0.0), jnp.where(used, best, 0.0), labels
+
+
 # --- framework-neutral weights ----------------------------------------------------------------------
 _BOTTLENECK = re.compile(r"layer(\d)_(\d+)")
 _PART = re.compile(r"(extras|loc|conf)_(\d)(?:_(conv\d|bn\d))?")
@@ -189,14 +255,17 @@ class DetectionJax(JaxFamily):
     """SSD300 v1.1 (DLE's network and multibox loss), in Flax."""
 
     def build_model(self, cfg: DetectionConfig, dtype: Any, param_dtype: Any) -> nn.Module:
-        if cfg.postprocess:
-            raise BackendUnavailable(
-                "framework=jax model.postprocess=true: SSD300's box decoding + NMS is not written in JAX; "
-                "use model.postprocess=false (the forward pass DLE times) or another framework"
-            )
+        self.dboxes = default_boxes_for(cfg.image_size)
+        self.postprocess = cfg.postprocess
         return SSD300(
             num_classes=cfg.num_classes, image_size=cfg.image_size, dtype=dtype, param_dtype=param_dtype
         )
+
+    def infer(self, net: Network, variables: dict, inputs: tuple) -> Any:
+        """DLE's timed inference is the forward pass; model.postprocess=true adds decoding and NMS (traced
+        into the same jitted step)."""
+        loc, conf = net.module.apply(variables, *inputs, train=False)
+        return postprocess(loc, conf, self.dboxes) if self.postprocess else (loc, conf)
 
     export_weights = staticmethod(export_weights)
     load_weights = staticmethod(load_weights)
