@@ -76,9 +76,12 @@ def _optimizer(params: dict, tags: dict) -> str:
 
 
 def _compile(params: dict) -> str:
-    """The compiler a job's step ran under: torch.compile's mode, "xla" for TensorFlow's, "-" for none."""
+    """The compiler a job's step ran under: torch.compile's mode, "xla" for TensorFlow's, "jit" for JAX's,
+    "-" for none."""
     if params.get("framework.xla") == "True":
         return "xla"
+    if params.get("framework.name") == "jax":
+        return "jit" if params.get("framework.jit") == "True" else "-"
     if params.get("framework.compile") != "True":
         return "-"
     return params.get("framework.compile_mode", "default")
@@ -145,9 +148,11 @@ def bare_from(name: str, path: Path) -> list[dict]:
         if line.startswith("BARE "):
             b = json.loads(line.removeprefix("BARE "))
             b["run"] = name  # bare loops before --optimizer existed used torch's default (foreach)
-            b.setdefault("framework", "torch")  # yardsticks/bare_tf_*.py say "tf"
+            b.setdefault("framework", "torch")  # yardsticks/bare_tf_*.py say "tf", bare_jax_*.py "jax"
             if b["framework"] == "tf":  # its compiler is XLA, or none (graph mode)
                 b["compile"], b["compile_mode"] = bool(b.get("xla")), "xla"
+            elif b["framework"] == "jax":  # jax.jit, or op by op (--no-jit)
+                b["compile"], b["compile_mode"] = bool(b.get("jit", True)), "jit"
             b.setdefault("optimizer", "foreach")
             b.setdefault("compile_mode", "default")
             b.setdefault("model", "resnet50")
@@ -179,7 +184,7 @@ def _span(values: list[float], spec: str = ",.0f") -> str:
 
 
 MODEL_NAMES = {"resnet50": "ResNet-50", "ssd300": "SSD300", "transformer": "Transformer", "ncf": "NCF"}
-FRAMEWORK_NAMES = {"torch": "PyTorch", "tf": "TensorFlow", "mxnet": "MXNet"}
+FRAMEWORK_NAMES = {"torch": "PyTorch", "tf": "TensorFlow", "mxnet": "MXNet", "jax": "JAX"}
 
 
 def _optimizer_label(optimizer: str) -> str:
@@ -259,6 +264,8 @@ def harness_vs_bare(pairs: list[Pair]) -> list[str]:
         what += f", {_optimizer_label(r['optimizer'])}" if r["mode"] == "train" else ""
         if r["compile"] == "xla":
             what += ", XLA"
+        elif r["compile"] == "jit":
+            what += ", jax.jit"
         elif r["compile"] != "-":
             what += f", torch.compile {r['compile']}"
         elif r["framework"] == "tf":

@@ -19,7 +19,7 @@ from typing import Any
 from dlbench import events, signals
 from dlbench.backends import capability
 from dlbench.backends.interpreter import worker_python
-from dlbench.backends.threads import thread_env
+from dlbench.backends.threads import worker_env
 from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution
 from dlbench.core.names import NOT_RUN
@@ -157,9 +157,9 @@ class JobRunner:
         self.dir = ctx.output_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.sampler: Sampler | None = None
-        # What the framework must find in its environment before it starts its thread pools.
-        self.thread_env = thread_env(job.framework.name, job.threads) if job.mode != "data" else {}
-        self.recording = JobRecording(job, ctx.label, self.dir, self.thread_env)
+        # What the framework must find in its environment before it starts (thread pools, GPU memory).
+        self.worker_env = worker_env(job.framework.name, job.threads) if job.mode != "data" else {}
+        self.recording = JobRecording(job, ctx.label, self.dir, self.worker_env)
 
     @property
     def rec(self) -> RepeatRecord:
@@ -204,7 +204,7 @@ class JobRunner:
         else:
             self.progress = Progress(label, s.warmup_steps, s.windows, s.steps_per_window)
         worker = Worker(
-            worker_python(self.job.framework), self._write_job(), self.dir / "worker.log", self.thread_env
+            worker_python(self.job.framework), self._write_job(), self.dir / "worker.log", self.worker_env
         )
         try:
             pid = worker.start()

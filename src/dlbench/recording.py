@@ -79,7 +79,8 @@ class JobRecording:
         self.job = job
         self.label = label
         self.dir = output_dir
-        self.worker_env = worker_env  # what the worker got beyond ours (thread settings): environment.json
+        # what the worker got beyond ours (threads, JAX's memory): environment.json
+        self.worker_env = worker_env
         self.run: RunLogger | None = None
         self.window_step = 0  # window/* series step, continuous across repeats
         self.unit = "samples"

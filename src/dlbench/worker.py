@@ -22,7 +22,7 @@ from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
-    from dlbench.backends.threads import apply_threads, thread_env
+    from dlbench.backends.threads import apply_threads, worker_env
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
@@ -84,7 +84,7 @@ def run(job: JobConfig, emit: events.EventWriter, out_dir: Path | None = None) -
         from dlbench.data import bench as backend
     else:
         # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
-        os.environ.update(thread_env(job.framework.name, job.threads))
+        os.environ.update(worker_env(job.framework.name, job.threads))
         backend = load_backend(job.framework.name)
         threads = apply_threads(job.framework.name, job.threads)
     import_s = time.perf_counter() - t0

@@ -1,8 +1,11 @@
 """framework=jax through the real CLI: the orchestrator (under this interpreter, numpy < 2) runs JAX's worker
 under the interpreter it resolves (this one if it imports jax, else .venv-jax), and each run records the
-precision JAX really computed in, its execution mode and the threads XLA started."""
+precision JAX really computed in, its execution mode and the threads XLA started, and its worker was told
+to reserve no GPU memory up front (environment.json)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -29,3 +32,5 @@ def test_a_jax_sweep_records_verified_precision_and_its_mode(cli):
         assert tags["run.execution"] == "jit" and tags["run.donated"] == "True"
         assert params["threads.intra_op"] == "1" and params["framework.jit"] == "True"
         assert float(kids[name].data.metrics["throughput"]) > 0
+    envs = [json.loads(p.read_text())["env"] for p in (cli.tmp / "sweep").rglob("environment.json")]
+    assert len(envs) == 2 and all(e["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" for e in envs)

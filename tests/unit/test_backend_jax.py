@@ -16,6 +16,7 @@ import pytest
 from dlbench.backends.interpreter import worker_python
 from dlbench.config import JaxConfig, PrecisionConfig
 from dlbench.errors import ConfigError
+from dlbench.workloads.detection.spec import DetectionConfig
 from tests.worker_jobs import run_snippet, run_worker, tiny_job, worker_env
 
 try:
@@ -159,3 +160,15 @@ def test_dali_fed_jobs_say_not_yet_in_one_line(tmp_path: Path) -> None:
     assert rc == 3 and error["kind"] == "config"
     assert error["message"].startswith("framework=jax dataset=imagenet: DALI-fed JAX runs are not built yet")
     assert "\n" not in error["message"]
+
+
+def test_ssd300_inference_with_decoding_and_nms_runs_in_the_worker(tmp_path: Path) -> None:
+    """model.postprocess=true: decoding + NMS traced into the jitted inference step, through the worker."""
+    job = tiny_job("jax", {"mode": "infer", "precision": PrecisionConfig()})
+    job.model = DetectionConfig(image_size=32, batch_size=2, postprocess=True)
+    rc, events, stderr = run_worker(
+        job, tmp_path / "job.json", worker_env(OMP_NUM_THREADS="1"), python=PYTHON
+    )
+    assert rc == 0, stderr[-3000:]
+    windows = [e for e in events if e["event"] == "window"]
+    assert len(windows) == 2 and all(w["samples"] == 4 for w in windows)

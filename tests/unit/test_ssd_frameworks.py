@@ -1,9 +1,10 @@
-"""SSD300 is one network and one loss in all three frameworks.
+"""SSD300 is one network and one loss in every framework.
 
-Each framework runs in its own subprocess (frameworks never share a process). The torch model is the
+Each framework runs in its own subprocess (frameworks never share a process; JAX under its own
+interpreter, whose numpy is 2: the arrays travel as .npz). The torch model is the
 reference: it is built, given random BatchNorm statistics and affine parameters (so eval-mode BN and the
-weight loaders are really exercised), and its weights are exported under the neutral names. TF and MXNet
-load that dict, run the same 300x300 image in inference mode, compute the multibox loss and its
+weight loaders are really exercised), and its weights are exported under the neutral names. TF, MXNet
+and JAX load that dict, run the same 300x300 image in inference mode, compute the multibox loss and its
 gradients on the same encoded targets, and take one training-mode forward/backward on the same batch. Checked: 22,894,902 trainable parameters everywhere (backbone
 8,543,296), conv FLOPs within 2% (each framework's own counter), loc (1, 4, 8732) / conf (1, 81, 8732),
 equal outputs, equal loss and gradients.
@@ -12,7 +13,6 @@ equal outputs, equal loss and gradients.
 from __future__ import annotations
 
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import pytest
 
 from dlbench.workloads.detection.boxes import dboxes300_coco, encode_batch, from_padded, postprocess
 from dlbench.workloads.detection.synthetic import random_ground_truth, synthetic_batch
-from tests.worker_jobs import worker_env
+from tests.worker_jobs import framework_pythons, worker_env
 
 SSD300_PARAMS = 22_894_902  # DLE's PyTorch SSD300 (ResNet-50) with random weights
 BACKBONE_PARAMS = 8_543_296
@@ -155,11 +155,40 @@ layers = dict(d.named_layers(m))
 out.update({f"grad:{k}": layers[k].weight.grad().asnumpy() for k in GRAD_KEYS})
 """
 
+JAX = """
+import jax, jax.numpy as jnp
+from dlbench.backends.jax.family import Network
+from dlbench.backends.jax.stats import model_stats
+from dlbench.workloads.detection import jax as d
+stats = model_stats(DetectionConfig())
+out["params"], out["gflops"] = stats["params"], stats["gflops"]
+m = d.SSD300()
+net = Network(m, dict(jax.jit(lambda k: m.init(k, jnp.zeros((1, 300, 300, 3))))(jax.random.key(0))))
+d.load_weights(net, dict(np.load(weights_path)))
+loc, conf = jax.jit(lambda v, x: m.apply(v, x))(net.variables, io["image"].transpose(0, 2, 3, 1))
+out["loc"], out["conf"] = np.asarray(loc), np.asarray(conf)
+loss, (dloc, dconf) = jax.value_and_grad(d.ssd_loss, argnums=(0, 1))(io["ploc"], io["pconf"], io["gloc"], io["glabel"])
+out["loss"], out["dloc"], out["dconf"] = float(loss), np.asarray(dloc), np.asarray(dconf)
+def train_loss(params):
+    v = {**net.variables, "params": params}
+    (tloc, tconf), _ = m.apply(v, io["train_images"].transpose(0, 2, 3, 1), train=True, mutable=["batch_stats"])
+    return d.ssd_loss(tloc, tconf, io["train_loc"], io["train_labels"])
+tloss, grads = jax.jit(jax.value_and_grad(train_loss))(net.params)
+out["train_loss"] = float(tloss)
+for name, top in (("nms", 200), ("nms5", 5)):
+    res = jax.jit(lambda l, c: d.postprocess(l, c, dboxes, max_output=top))(io["nms_loc"], io["nms_conf"])
+    out.update({f"{name}_{k}": np.asarray(v) for k, v in zip(("boxes", "scores", "labels"), res)})
+named = d.export_weights(Network(m, {**net.variables, "params": grads}))
+out.update({f"grad:{k}": named[f"{k}.weight"] for k in GRAD_KEYS})
+"""
+
 EPILOGUE = """
 np.savez(out_path, **out)
 """
 
-SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET}
+SNIPPETS = {"torch": TORCH, "tf": TF, "mxnet": MXNET, "jax": JAX}
+PYTHONS = framework_pythons(SNIPPETS)  # the interpreter of each (JAX: .venv-jax unless this one has it)
+OTHERS = [fw for fw in ("tf", "mxnet", "jax") if fw in PYTHONS]
 
 
 def _scattered_logits(rng: np.random.Generator, batch: int, anchors: int) -> np.ndarray:
@@ -179,7 +208,7 @@ def _run(fw: str, tmp: Path) -> dict[str, np.ndarray]:
     out = tmp / f"{fw}.npz"
     env = worker_env(OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2", MXNET_ENGINE_TYPE="NaiveEngine")
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(tmp / "inputs.npz"), str(tmp / "weights.npz"), str(out)],
+        [PYTHONS[fw], "-c", script, str(tmp / "inputs.npz"), str(tmp / "weights.npz"), str(out)],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, f"{fw}:\n{proc.stderr[-3000:]}"
@@ -210,8 +239,8 @@ def results(tmp_path_factory) -> dict[str, dict[str, np.ndarray]]:
         train_labels=batch.labels,
     )
     ref = _run("torch", tmp)  # writes the weights the others load
-    with ThreadPoolExecutor(2) as pool:
-        others = {fw: pool.submit(_run, fw, tmp) for fw in ("tf", "mxnet")}
+    with ThreadPoolExecutor(3) as pool:
+        others = {fw: pool.submit(_run, fw, tmp) for fw in OTHERS}
         return {
             "torch": ref,
             **{fw: f.result() for fw, f in others.items()},
@@ -219,21 +248,21 @@ def results(tmp_path_factory) -> dict[str, dict[str, np.ndarray]]:
         }
 
 
-@pytest.mark.parametrize("fw", ["torch", "tf", "mxnet"])
+@pytest.mark.parametrize("fw", ["torch", *OTHERS])
 def test_parameter_count_equals_dle(results, fw):
     assert int(results[fw]["params"]) == SSD300_PARAMS
     if fw == "torch":
         assert int(results[fw]["backbone_params"]) == BACKBONE_PARAMS
 
 
-@pytest.mark.parametrize("fw", ["tf", "mxnet"])
+@pytest.mark.parametrize("fw", OTHERS)
 def test_flops_within_two_percent_of_torch(results, fw):
     ref = float(results["torch"]["gflops"])
     assert 35 < ref < 45  # 40.3 measured with torch.utils.flop_counter (a multiply-add = 2)
     assert abs(float(results[fw]["gflops"]) / ref - 1) < 0.02
 
 
-@pytest.mark.parametrize("fw", ["tf", "mxnet"])
+@pytest.mark.parametrize("fw", OTHERS)
 def test_identical_weights_give_identical_outputs(results, fw):
     ref, got = results["torch"], results[fw]
     for key, rows in (("loc", 4), ("conf", 81)):
@@ -242,7 +271,7 @@ def test_identical_weights_give_identical_outputs(results, fw):
         np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=5e-5 * scale, err_msg=f"{fw} {key}")
 
 
-@pytest.mark.parametrize("fw", ["torch", "tf", "mxnet"])
+@pytest.mark.parametrize("fw", ["torch", *OTHERS])
 @pytest.mark.parametrize("top", [200, 5])
 def test_postprocess_matches_the_numpy_reference(results, fw, top):
     name = "nms" if top == 200 else "nms5"
@@ -258,7 +287,7 @@ def test_postprocess_matches_the_numpy_reference(results, fw, top):
         np.testing.assert_allclose(g.boxes[order_g], r.boxes[order_r], atol=1e-5)
 
 
-@pytest.mark.parametrize("fw", ["tf", "mxnet"])
+@pytest.mark.parametrize("fw", OTHERS)
 def test_loss_and_gradients_equal_torch(results, fw):
     ref, got = results["torch"], results[fw]
     assert float(ref["loss"]) > 0
@@ -284,7 +313,7 @@ def _rel(a: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(a - ref) / np.linalg.norm(ref))
 
 
-@pytest.mark.parametrize("fw", ["tf", "mxnet"])
+@pytest.mark.parametrize("fw", OTHERS)
 def test_training_step_loss_and_weight_gradients_equal_torch(results, fw):
     """Same weights, same batch, BatchNorm in training mode: the same loss, and weight gradients as close to
     the float64 answer as float32 arithmetic allows."""

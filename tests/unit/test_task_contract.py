@@ -3,12 +3,12 @@ counted on the host, a precision report read from real layer outputs, run facts 
 facts, and the same parameter count in every framework. Each framework runs in its own subprocess.
 
 A new workload registers its smallest config (`Workload(smallest=...)`); the test then drives it through
-every framework with no edit here (docs/architecture.md, "Adding a workload").
+every framework with no edit here (docs/architecture.md, "Adding a workload"), JAX under the interpreter its
+worker resolves to. Only the (framework, task) pairs the selected tests need are run (`-k jax` runs JAX's alone).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -19,15 +19,12 @@ import pytest
 from dlbench.config import JobConfig
 from dlbench.data.synthetic import synthetic_batch
 from dlbench.workloads.registry import task_spec, workloads
-from tests.worker_jobs import run_snippet, run_worker, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, run_worker, worker_env
 
 TASKS = workloads()  # every registered workload, the test-only one included (tests/conftest.py)
 
-FRAMEWORKS = [
-    fw
-    for fw, mod in (("torch", "torch"), ("tf", "tensorflow"), ("mxnet", "mxnet"))
-    if importlib.util.find_spec(mod)
-]
+PYTHONS = framework_pythons(("torch", "tf", "mxnet", "jax"))  # framework -> its worker's interpreter
+FRAMEWORKS = list(PYTHONS)
 # The smallest config of each registered task's family (CPU, a few milliseconds a step), as it registered it.
 TINY = {task: w.smallest_config() for task, w in TASKS.items()}
 STEPS = 3
@@ -87,16 +84,31 @@ def _run(framework: str, task: str, tmp: Path) -> dict:
     arg = json.dumps({k: j.to_dict() for k, j in jobs.items()})
     # SSD300's graph takes TensorFlow minutes to trace three times on a loaded 2-core machine
     limit = 900 if task == "detection" else 300
-    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env, timeout=limit)
+    python = PYTHONS[framework]
+    out = run_snippet(f"import sys; sys.argv = ['x', {arg!r}]\n" + SCRIPT, env, timeout=limit, python=python)
     # and the real worker, which rebuilds the family's config from JSON and reports the unit
-    out["worker"] = run_worker(jobs["fp32_train"], tmp / f"{framework}-{task}.json", env, timeout=limit)
+    path = tmp / f"{framework}-{task}.json"
+    out["worker"] = run_worker(jobs["fp32_train"], path, env, timeout=limit, python=python)
     return out
 
 
+def _needed(items: list[pytest.Item]) -> list[tuple[str, str]]:
+    """The (framework, task) pairs the selected tests of this module read; a test over a task without a
+    framework compares them all."""
+    pairs: dict[tuple[str, str], None] = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if getattr(item.module, "__name__", None) != __name__ or "task" not in params:
+            continue
+        for fw in [params["framework"]] if "framework" in params else FRAMEWORKS:
+            pairs[(fw, params["task"])] = None
+    return list(pairs)
+
+
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def results(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict:
     tmp = tmp_path_factory.mktemp("contract")
-    pairs = [(fw, task) for fw in FRAMEWORKS for task in TASKS]
+    pairs = _needed(request.session.items)
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {pair: pool.submit(_run, *pair, tmp) for pair in pairs}
         return {pair: f.result() for pair, f in futures.items()}

@@ -1,8 +1,8 @@
-"""The Transformer is one network in torch, Keras and Gluon: equal parameter counts at base size, the
-same logits, loss and greedy translations for the same (neutral) weights on the tiny size.
+"""The Transformer is one network in torch, Keras, Gluon and Flax: equal parameter counts at base size,
+the same logits, loss, gradients and greedy translations for the same (neutral) weights on the tiny size.
 
-Each framework runs in its own subprocess (they never share one) and writes its outputs to an .npz;
-the comparisons happen here, with numpy only."""
+Each framework runs in its own subprocess (they never share one; JAX under its own interpreter, whose
+numpy is 2) and writes its outputs to an .npz; the comparisons happen here, with numpy only."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dlbench.workloads.translation.transformer import (
     size,
     weight_shapes,
 )
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import framework_pythons, run_snippet, worker_env
 
 MAX_LEN = 12
 
@@ -128,7 +128,42 @@ loss_t.backward()
 trainer.step(1)
 arrays.update({"grad:" + k: weights[k] - v for k, v in neutral_weights(m).items()})
 """,
+    "jax": """
+import jax, jax.numpy as jnp
+from dlbench.backends.jax.family import Network
+from dlbench.workloads.translation.jax import (
+    ATTENTION, Transformer, _path, build_transformer, label_smoothed_ce, load_neutral, neutral_weights,
+    translate)
+ids0 = jnp.ones((1, 2), jnp.int32)
+base = jax.eval_shape(lambda: Transformer(size("base")).init(jax.random.key(0), ids0, ids0))  # no arrays made
+leaves = jax.tree_util.tree_flatten_with_path(base["params"])[0]
+out["params"] = sum(int(np.prod(leaf.shape)) for _, leaf in leaves)
+out["names"] = {tuple(k.key for k in kp) for kp, _ in leaves} == {
+    _path(n)[0] for n in weight_shapes(size("base"))}
+m = build_transformer(tiny)
+load_neutral(m, weights)
+A = lambda a: jnp.asarray(a, jnp.int32)
+logits = m.module.apply(m.variables, A(src), A(tgt))
+loss = float(label_smoothed_ce(logits, A(labels)))
+ids = translate(m, m.variables, A(src), MAX_LEN)
+out["check_every_same"] = bool(np.array_equal(translate(m, m.variables, A(src), MAX_LEN, check_every=5), ids))
+out["eager_same"] = bool(np.array_equal(translate(m, m.variables, A(src), MAX_LEN, jit=False), ids))
+prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
+forced = np.asarray(m.module.apply(m.variables, A(src), A(prefix)).argmax(-1))
+arrays = dict(logits=np.asarray(logits), ids=ids, forced=forced)
+out["attention"] = ATTENTION
+m = build_transformer(size("tiny", dropout=0.0))
+load_neutral(m, weights)
+def train_loss(p):
+    z = m.module.apply({"params": p}, A(src), A(tgt), train=True, rngs={"dropout": jax.random.key(1)})
+    return label_smoothed_ce(z, A(labels))
+grads = jax.grad(train_loss)(m.params)
+arrays.update({"grad:" + k: v for k, v in neutral_weights(Network(m.module, {"params": grads})).items()})
+""",
 }
+# the interpreter each framework's snippet runs under (JAX: .venv-jax unless this one imports jax)
+PYTHONS = framework_pythons(_SNIPPETS)
+OTHERS = [fw for fw in ("tf", "mxnet", "jax") if fw in PYTHONS]
 
 _SAVE = """
 out["loss"] = loss
@@ -143,15 +178,15 @@ def _run(framework: str, tmp: Path) -> tuple[dict, dict]:
         [f"MAX_LEN = {MAX_LEN}\nOUT = {str(path)!r}", textwrap.dedent(_INPUTS), _SNIPPETS[framework], _SAVE]
     )
     env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
-    stats = run_snippet(script, env)
+    stats = run_snippet(script, env, python=PYTHONS[framework])
     return stats, dict(np.load(path))
 
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
     tmp = tmp_path_factory.mktemp("transformer")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {fw: pool.submit(_run, fw, tmp) for fw in _SNIPPETS}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {fw: pool.submit(_run, fw, tmp) for fw in PYTHONS}
         return {fw: f.result() for fw, f in futures.items()}
 
 
@@ -164,7 +199,7 @@ def test_base_size_has_60522496_parameters_in_every_framework(outputs):
 
 def test_same_weights_give_the_same_logits_and_loss(outputs):
     ref_stats, ref = outputs["torch"]
-    for fw in ("tf", "mxnet"):
+    for fw in OTHERS:
         stats, arrays = outputs[fw]
         np.testing.assert_allclose(arrays["logits"], ref["logits"], atol=2e-4, rtol=1e-4, err_msg=fw)
         assert stats["loss"] == pytest.approx(ref_stats["loss"], abs=1e-4), fw
@@ -198,7 +233,7 @@ def test_one_training_step_gives_the_same_gradients(outputs):
     ref = {k: v for k, v in outputs["torch"][1].items() if k.startswith("grad:")}
     assert len(ref) == len(weight_shapes(size("tiny")))
     assert all(np.abs(g).max() > 0 for g in ref.values())  # every tensor takes part
-    for fw in ("tf", "mxnet"):
+    for fw in OTHERS:
         arrays = outputs[fw][1]
         for name, g in ref.items():
             np.testing.assert_allclose(arrays[name], g, atol=2e-5, rtol=1e-3, err_msg=f"{fw} {name}")
@@ -208,12 +243,14 @@ def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
     ref = outputs["torch"][1]["ids"]
     assert ref.shape == (3, MAX_LEN) and (ref >= 0).all()
     assert len(np.unique(ref)) > 1
-    for fw in ("tf", "mxnet"):
+    for fw in OTHERS:
         np.testing.assert_array_equal(outputs[fw][1]["ids"], ref, err_msg=fw)
     np.testing.assert_array_equal(outputs["mxnet"][1]["ids_unfused"], ref)
     assert outputs["torch"][0]["check_every_same"]
     # TF with framework.xla: the XLA-compiled step over fixed-length caches decodes the same tokens
     assert outputs["tf"][0]["xla_same"] and outputs["tf"][0]["xla_fixed_same"]
+    if "jax" in outputs:  # the early-stop check and the unjitted step change nothing either
+        assert outputs["jax"][0]["check_every_same"] and outputs["jax"][0]["eager_same"]
 
 
 def test_cached_decoding_equals_teacher_forcing_on_its_own_output(outputs):
@@ -231,6 +268,8 @@ def test_each_framework_names_its_attention_kernels(outputs):
     assert "dot_product_attention" in outputs["tf"][0]["attention"]
     assert "interleaved_matmul" in outputs["mxnet"][0]["attention"]
     assert "batch_dot" in outputs["mxnet"][0]["attention_unfused"]
+    if "jax" in outputs:
+        assert outputs["jax"][0]["attention"] == "jax.nn.dot_product_attention"
 
 
 def test_random_weights_cover_every_neutral_name():

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dlbench.backends.threads import available_cpus, resolve, thread_env
+from dlbench.backends.threads import available_cpus, resolve, thread_env, worker_env
 from dlbench.config import register_configs
 from dlbench.core.secrets import HIDDEN_ENV, hide_in_overrides, is_secret_name, mask
 from dlbench.overrides import check_overrides
@@ -89,6 +89,18 @@ def test_threads_default_to_the_affinity_and_reach_every_framework_env():
     assert thread_env("mxnet", 3) == {"OMP_NUM_THREADS": "3", "MXNET_CPU_WORKER_NTHREADS": "3"}
     assert thread_env("torch", 3)["OMP_NUM_THREADS"] == "3"
     assert thread_env("tf", 3)["TF_NUM_INTRAOP_THREADS"] == "3"
+
+
+def test_a_jax_worker_reserves_no_gpu_memory_up_front_unless_the_user_says(monkeypatch):
+    """XLA grabs 75% of the GPU at start unless told not to: the worker's environment says false, beside
+    its threads, and a value the user set wins; other frameworks get nothing of the kind."""
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    env = worker_env("jax", 3)
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and env["OMP_NUM_THREADS"] == "3"
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in worker_env("torch", 3)
+    assert worker_env("tf", 3) == thread_env("tf", 3)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in worker_env("jax", 3)  # the user's "true" stays
 
 
 def test_a_plain_postgresql_uri_is_told_the_installed_driver(tmp_path):

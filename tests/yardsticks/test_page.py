@@ -250,3 +250,46 @@ def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
     with open(out.with_suffix(".csv"), newline="") as f:
         cells = {(r["framework"], r["execution"], float(r["throughput"])) for r in csv.DictReader(f)}
     assert {("tf", "graph", 900.0), ("tf", "xla", 7050.0)} <= cells  # the mode a job ran in, as a column
+
+
+def test_jax_jobs_pair_only_with_jax_lines_of_the_same_compiler(tmp_path):
+    """A JAX job is judged against a JAX yardstick line, jitted against jitted and op by op against op by
+    op (jax.jit is its compiler); never against a TF or PyTorch line of the same cell."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    for jit, tput in ((True, 6700.0), (False, 300.0)):
+        job = JobConfig.from_dict(
+            {
+                "framework": {"name": "jax", "jit": jit},
+                "model": {"name": "resnet50"},
+                "precision": {"name": "amp"},
+            }
+        )
+        job.device = "cuda"
+        run = RunLogger.create(client, eid, f"jax-jit-{jit}", None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 256})
+        run.metrics({"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0})
+        run.tags({"run.optimizer": "sgd/optax", "run.execution": "jit" if jit else "eager"})
+        run.finish("FINISHED")
+    lines = [
+        {"framework": "jax", "jit": True, "compile": True, "optimizer": "optax", "throughput": 6680.0},
+        {"framework": "jax", "jit": False, "compile": False, "optimizer": "optax", "throughput": 310.0},
+        {"framework": "tf", "xla": True, "compile": False, "optimizer": "sgd", "throughput": 7046.0},
+    ]
+    bare = tmp_path / "bare.jsonl"
+    common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
+    bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), str(bare), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    assert sorted(line for line in md if line.startswith("- [h] harness")) == [
+        "- [h] harness vs hand-written loop, JAX ResNet-50 AMP train, SGD optax, jax.jit: 6,700 vs 6,680 img/s = 100.3% (goal ≥ 99%).",
+        "- [h] harness vs hand-written loop, JAX ResNet-50 AMP train, SGD optax: 300 vs 310 img/s = 96.8% (goal ≥ 99%).",
+    ]  # fmt: skip
+    with open(out.with_suffix(".csv"), newline="") as f:
+        cells = {(r["framework"], r["execution"], r["compile"]) for r in csv.DictReader(f)}
+    assert {("jax", "jit", "jit"), ("jax", "eager", "-")} <= cells

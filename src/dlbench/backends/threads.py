@@ -2,12 +2,13 @@
 
 `threads=null` means the CPUs in the worker's affinity mask. Each framework's `threads` module says
 what must be in the environment before its import (`env`) and applies/reads back the count after
-(`apply`). This module imports no framework: the supervisor uses it to build the worker's environment.
+(`apply`); a framework's `environment` module adds other settings its import reads (`worker_env`). This module imports no framework: the supervisor uses it to build the worker's environment.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 
 PACKAGES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
@@ -34,6 +35,16 @@ def thread_env(framework: str, threads: int | None) -> dict[str, str]:
     if framework not in PACKAGES:
         return {}
     return _module(framework).env(resolve(threads))
+
+
+def worker_env(framework: str, threads: int | None) -> dict[str, str]:
+    """The worker's environment beyond ours: the thread settings, plus what a framework's `environment`
+    module asks for before its import (JAX: no up-front GPU memory reservation)."""
+    out = thread_env(framework, threads)
+    name = f"dlbench.backends.{PACKAGES.get(framework, '')}.environment"
+    if framework in PACKAGES and importlib.util.find_spec(name) is not None:
+        out |= importlib.import_module(name).env()
+    return out
 
 
 def apply_threads(framework: str, threads: int | None) -> dict[str, int]:

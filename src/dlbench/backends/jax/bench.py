@@ -81,7 +81,9 @@ class JaxBench(SpecBench):
             )
             donate = (0,) if fw.donate else ()
             self._train = jax.jit(self._train_step, donate_argnums=donate) if fw.jit else self._train_step
-        self._infer = jax.jit(self._infer_step) if fw.jit else self._infer_step
+        jit_infer = fw.jit and not family.eager_infer
+        family.compile_infer(bool(fw.jit))
+        self._infer = jax.jit(self._infer_step) if jit_infer else self._infer_step
         self.open_source(self._to_device)
         self._loss: jax.Array | None = None
         self._out: Any = None

@@ -36,6 +36,9 @@ class JaxFamily:
     needs. Inputs arrive in the spec's order, float inputs with layout "CHW" moved to channels last."""
 
     framework = "jax"
+    # True for an `infer` that runs a host loop (greedy decoding) over calls it jits itself: the bench
+    # must call it as it is instead of tracing it into one jitted function
+    eager_infer = False
 
     def build_model(self, cfg: ModelConfig, dtype: Any, param_dtype: Any) -> nn.Module:
         """The Flax module computing in `dtype` with weights in `param_dtype`."""
@@ -59,6 +62,10 @@ class JaxFamily:
     def infer(self, net: Network, variables: dict, inputs: tuple) -> Any:
         """One inference step's outputs (default: the forward pass; e.g. greedy decoding overrides)."""
         return net.module.apply(variables, *inputs, train=False)
+
+    def compile_infer(self, jit: bool) -> None:
+        """An `eager_infer` jits its own pieces when framework.jit asks (the bench cannot trace a host
+        loop); the default infer is jitted by the bench and needs nothing here."""
 
     def loss(self, spec: TaskSpec) -> LossFn:
         """loss(outputs, *targets) -> scalar: the spec's generic loss kind unless the workload has its own."""

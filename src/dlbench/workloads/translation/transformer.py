@@ -1,8 +1,8 @@
 """Transformer (Vaswani et al. 2017) facts every framework's translation model shares, framework-free.
 
-The three backends hand-write the same network (workloads/translation/<fw>.py); what must be
+The backends hand-write the same network (workloads/translation/<fw>.py); what must be
 identical between them lives here once: the sizes, the special token ids, the framework-neutral weight
-names (so a test can load one set of numpy weights into all three and compare outputs), the parameter
+names (so a test can load one set of numpy weights into every framework and compare outputs), the parameter
 and FLOP counts, the peak learning rate and the greedy decoding loop.
 """
 
@@ -194,7 +194,7 @@ def greedy_decode(
     check_every: int = 1,
     fused: bool = False,
 ) -> np.ndarray:
-    """The decoding loop all three frameworks share. `step(prev_ids, t)` feeds each sentence's previous
+    """The decoding loop every framework shares. `step(prev_ids, t)` feeds each sentence's previous
     token (BOS first) at position t to the decoder, which extends its own key/value cache, and returns
     the argmax ids. Sentences that produced EOS get PAD afterwards. The loop stops after max_len tokens,
     or when every sentence has produced EOS, which it checks on the host every `check_every` steps (1 =

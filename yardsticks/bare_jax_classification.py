@@ -1,0 +1,125 @@
+"""JAX yardstick for image classification: ResNet-50 v1.5 in plain Flax linen + Optax, NHWC, one synthetic
+batch made once and kept on the device, softmax cross-entropy, SGD lr 0.01 momentum 0.9, a hand-written
+`jax.jit` step with its state donated. Prints one `BARE {json}` line per (precision, mode); units are images.
+
+The network is torchvision's (as dlbench's Flax model is): bias-free convs with PyTorch's symmetric padding,
+BatchNorm eps 1e-5 / momentum 0.9 (statistics in float32), the stride on the bottleneck's 3x3 conv (v1.5),
+the logits cast to float32 for the loss. 25,557,032 trainable parameters at 224x224 and 1000 classes.
+
+Usage: python yardsticks/bare_jax_classification.py [--batch 256] [--no-jit]
+       [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--warmup 20] [--steps 50] [--windows 5]
+       [--image-size 224] [--num-classes 1000] [--device auto|cuda|cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import bare_jax_common as common
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+HE = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
+
+
+class Net(nn.Module):
+    dtype: Any = jnp.float32
+
+    def conv(self, features: int, kernel: int, stride: int = 1):
+        pad = kernel // 2
+        return nn.Conv(features, (kernel, kernel), (stride, stride), padding=((pad, pad), (pad, pad)),
+                       use_bias=False, kernel_init=HE, dtype=self.dtype)  # fmt: skip
+
+    def bn(self, train: bool):
+        return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5, dtype=self.dtype)
+
+
+class Bottleneck(Net):
+    width: int = 64
+    stride: int = 1
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        shortcut = x
+        if self.stride != 1 or x.shape[-1] != 4 * self.width:
+            shortcut = self.bn(train)(self.conv(4 * self.width, 1, self.stride)(x))
+        y = nn.relu(self.bn(train)(self.conv(self.width, 1)(x)))
+        y = nn.relu(self.bn(train)(self.conv(self.width, 3, self.stride)(y)))
+        y = self.bn(train)(self.conv(4 * self.width, 1)(y))
+        return nn.relu(y + shortcut)
+
+
+class ResNet50(Net):
+    classes: int = 1000
+
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        x = nn.relu(self.bn(train)(self.conv(64, 7, 2)(x)))
+        x = nn.max_pool(x, (3, 3), (2, 2), padding=((1, 1), (1, 1)))
+        for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+            for i in range(blocks):
+                x = Bottleneck(self.dtype, width, 2 if stage and not i else 1)(x, train)
+        torch_default = nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
+        x = nn.Dense(self.classes, kernel_init=torch_default, dtype=self.dtype)(x.mean(axis=(1, 2)))
+        return x.astype(jnp.float32)
+
+
+def run(a: argparse.Namespace) -> int:
+    prec = common.setup(a)
+    rng = np.random.default_rng(a.seed)
+    model = ResNet50(prec.dtype, a.num_classes)
+    x = jax.device_put(rng.standard_normal((a.batch, a.image_size, a.image_size, 3), np.float32))
+    y = jax.device_put(rng.integers(0, a.num_classes, a.batch).astype(np.int32))
+    variables = jax.jit(lambda k: model.init(k, x[:1]))(jax.random.key(a.seed))
+    params, stats = variables["params"], variables["batch_stats"]
+    if a.mode == "train":
+
+        def apply_loss(p, s, key, images, labels):
+            logits, new = model.apply(
+                {"params": p, "batch_stats": s}, images, train=True, mutable=["batch_stats"]
+            )
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean(), new["batch_stats"]
+
+        tx = optax.sgd(0.01, momentum=0.9)
+        fn = common.jit(common.train_step(apply_loss, tx, prec), a, donate=(0,))
+        state = jax.device_put((params, stats, tx.init(params), common.loss_scale(prec), jax.random.key(0)))
+
+        def step():
+            nonlocal state
+            state, loss = fn(state, x, y)
+            return a.batch, loss
+    else:
+        fn = common.jit(lambda v, images: model.apply(v, images, train=False), a)
+
+        def step():
+            return a.batch, fn(variables, x)
+
+    rates, out = common.measure(step, a)
+    loss = out if a.mode == "train" else None
+    return common.report(
+        a,
+        prec,
+        rates,
+        loss,
+        model="resnet50",
+        params=common.param_count(params),
+        unit="img/s",
+        optimizer="optax",
+    )
+
+
+def main() -> int:
+    p = common.parser(__doc__, warmup=20, steps=50, windows=5)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--num-classes", type=int, default=1000)
+    return common.run_all(p, run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
