@@ -144,6 +144,7 @@ def ensure_parent() -> RunLogger | None:
     if STATE.parent is not None or sweep is None:
         return STATE.parent
     client, experiment_id = open_store(sweep.uri, sweep.experiment)
+    signals.check()  # a safe point: the store is whole and no run is made yet, so nothing is left to close
     adopted = adopt_mlflow_run(client, experiment_id)
     tags = {
         KIND_TAG: KIND_SWEEP,
