@@ -199,12 +199,15 @@ class Transformer(keras.Model):
             x = layer(x, layer.cross_attn.keys_values(memory), keep, training=training)
         return self._logits(x)
 
-    def _decode_step(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
-        """Decoder at position t for the previous tokens: (argmax ids, caches extended by t)."""
-        x = self._embed(prev[:, None], t)
+    def _decode_step(
+        self, prev: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool = False
+    ) -> tuple[Any, list]:
+        """Decoder at position t for the previous tokens: (argmax ids, caches with position t), the caches
+        grown by concatenation, or (`fixed`, the XLA path) fixed-length ones written at t."""
+        x = self._embed_at(prev[:, None], t) if fixed else self._embed(prev[:, None], t)
         grown = []
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
-            x, k, v = layer.step(x, kv, keep, k, v)
+            x, k, v = layer.step_at(x, t, kv, keep, k, v) if fixed else layer.step(x, kv, keep, k, v)
             grown.append((k, v))
         return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
 
@@ -212,19 +215,9 @@ class Transformer(keras.Model):
         self, prev: Any, done: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool
     ) -> tuple[Any, Any, list]:
         """One position of greedy decoding in one call: (ids with PAD after EOS, done, caches)."""
-        step = self._decode_step_at if fixed else self._decode_step
-        ids, grown = step(prev, t, caches, cross, keep)
+        ids, grown = self._decode_step(prev, t, caches, cross, keep, fixed)
         ids = ops.where(done, ops.full_like(ids, PAD), ids)
         return ids, ops.logical_or(done, ops.equal(ids, EOS)), grown
-
-    def _decode_step_at(self, prev: Any, t: Any, caches: list, cross: list, keep: Any) -> tuple[Any, list]:
-        """`_decode_step` on fixed-length caches (the XLA path)."""
-        x = self._embed_at(prev[:, None], t)
-        grown = []
-        for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
-            x, k, v = layer.step_at(x, t, kv, keep, k, v)
-            grown.append((k, v))
-        return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
 
     def _embed_at(self, ids: Any, t: Any) -> Any:
         """The embedding of one position t given as a tensor (XLA wants a static slice size)."""
