@@ -11,6 +11,7 @@ weights in `param_dtype`):
   tf32 -> dtype float32, "tensorfloat32"
   amp  -> dtype float16 with dynamic loss scaling on a GPU; bfloat16 (no loss scaling) on the CPU
   bf16 -> dtype bfloat16
+  (amp and bf16 leave the matmul precision at "default", as dlbench does: no float32 dots remain)
 Weights stay float32 (param_dtype); float inputs arrive as float32 and the first layer casts.
 
 The step is one `jax.jit` call with the state (weights, optimizer state, batch statistics, PRNG key) donated
@@ -101,9 +102,9 @@ def setup(a: argparse.Namespace) -> Precision:
     on_gpu = bool(gpus) and a.device != "cpu"
     dev = gpus[0] if on_gpu else jax.devices("cpu")[0]
     jax.config.update("jax_default_device", dev)
-    matmul = "tensorfloat32" if a.precision == "tf32" else "highest"
-    jax.config.update("jax_default_matmul_precision", matmul)
     compute = {"amp": "float16" if on_gpu else "bfloat16", "bf16": "bfloat16"}.get(a.precision, "float32")
+    matmul = {"tf32": "tensorfloat32", "fp32": "highest"}.get(a.precision, "default")
+    jax.config.update("jax_default_matmul_precision", matmul)
     return Precision(
         device="cuda" if on_gpu else "cpu",
         jax_device=dev,

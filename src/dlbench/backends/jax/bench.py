@@ -141,7 +141,7 @@ class JaxBench(SpecBench):
                 self.carry, self._loss = self._train(self.carry, batch.inputs, batch.targets)
             else:
                 self._out = self._infer(self.net.variables, batch.inputs)
-        self.probe.active = False
+        self.probe.remove()
 
     @property
     def variables(self) -> dict:

@@ -4,7 +4,10 @@ JAX has no autocast: a Flax layer computes in its `dtype` and keeps its weights 
 plan becomes the network's two dtypes (mixed precision = reduced `dtype`, float32 `param_dtype`; a pure
 reduced network has both reduced). float16 gets dynamic loss scaling (Flax's DynamicScale); TF32 is
 `jax_default_matmul_precision` ("highest" = true FP32, "tensorfloat32" for tf32), which XLA applies to
-every float32 dot and convolution.
+every float32 dot and convolution. A network computing in float16/bfloat16 leaves it at "default": its dots
+have no float32 operands, and "highest" on float16 operands asks XLA's GPU backend for the F16_F16_F32 dot
+algorithm, which some of its emitters refuse ("Unsupported dot precision algorithm", in greedy decoding's
+one-query attention on an H200).
 
 What ran is read from the traced step: an interceptor on every weight-carrying layer's `__call__` records
 the dtype of its output while the first step is traced, which is the program jax.jit compiles.
@@ -36,7 +39,7 @@ class JaxPrecision:
         self.plan = plan
         self.compute_dtype = DTYPES[plan.compute_dtype]
         self.param_dtype = DTYPES[plan.param_dtype]
-        self.matmul_precision = "tensorfloat32" if plan.tf32 else "highest"
+        self.matmul_precision = matmul_precision(plan)
         jax.config.update("jax_default_matmul_precision", self.matmul_precision)
 
     def loss_scale(self) -> DynamicScale | None:
@@ -52,6 +55,13 @@ class JaxPrecision:
             "matmul_precision": str(precision),
             "tf32_matmul": precision == "tensorfloat32",
         }
+
+
+def matmul_precision(plan: PrecisionPlan) -> str:
+    """XLA's precision for float32 dots and convolutions under this plan (see the module docstring)."""
+    if plan.tf32:
+        return "tensorfloat32"
+    return "highest" if plan.compute_dtype == "float32" else "default"
 
 
 def dtype_name(dtype: Any) -> str:
@@ -75,6 +85,10 @@ class LayerProbe:
                 name = "/".join(module.scope.path) if module.scope else type(module).__name__
                 self.record.see(name, type(module).__name__, dtype_name(t.dtype), isinstance(module, LOOKUPS))
         return out
+
+    def remove(self) -> None:
+        """Stop recording (the interceptor is only installed inside `watch()`, so nothing else to undo)."""
+        self.active = False
 
     def watch(self) -> contextlib.AbstractContextManager:
         """The interceptor while active (the first step); afterwards nothing."""

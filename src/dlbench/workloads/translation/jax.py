@@ -4,7 +4,10 @@ Layer for layer the network of workloads/translation/torch.py (dlbench.workloads
 holds what the four share): tied embedding as the output projection (`Embed.attend`), LayerNorm epsilon
 1e-5 as torch (Flax's default is 1e-6), Glorot-uniform dense kernels with zero biases, the embedding
 N(0, d^-0.5). Attention is `jax.nn.dot_product_attention` (XLA's fused kernel, cuDNN's where it picks
-one). Dense kernels are (in, out): the transpose of the neutral (out, in) weights.
+one), except for one query position (greedy decoding): there its XLA path asks for the F16_F16_F32 dot
+algorithm, which XLA's GPU backend refuses for that shape ("Unsupported dot precision algorithm", H200), so
+the same softmax(q k^T / sqrt(D)) v is written out with float32 logits. Dense kernels are (in, out): the
+transpose of the neutral (out, in) weights.
 
 Greedy decoding is a host loop (the shared `greedy_decode`, fused): the encoder is one jitted call, and
 each position one more over fixed-length key/value caches written at t and masked beyond it, so XLA
@@ -64,6 +67,20 @@ def _merge(x: jax.Array) -> jax.Array:
     return x.reshape(*x.shape[:2], -1)
 
 
+def _attend(
+    q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array | None, causal: bool = False
+) -> jax.Array:
+    """Scaled dot-product attention over (B, T, H, D) queries; one query position as plain einsums (see the
+    module docstring), float32 logits and softmax as dot_product_attention's XLA path."""
+    if q.shape[1] != 1:
+        return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=causal)
+    logits = jnp.einsum("BTNH,BSNH->BNTS", q, k, preferred_element_type=jnp.float32) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        logits = jnp.where(mask, logits, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    return jnp.einsum("BNTS,BSNH->BTNH", probs, v)
+
+
 class _SelfAttention(_Layers):
     def setup(self) -> None:
         self.qkv = self.dense(3 * self.d, "qkv")
@@ -75,7 +92,7 @@ class _SelfAttention(_Layers):
     def __call__(self, x: jax.Array, keep: jax.Array | None, causal: bool) -> jax.Array:
         """keep: bool (B, 1, 1, S) key mask or None."""
         q, k, v = self._qkv(x)
-        return self.out(_merge(jax.nn.dot_product_attention(q, k, v, mask=keep, is_causal=causal)))
+        return self.out(_merge(_attend(q, k, v, keep, causal)))
 
     def step_at(self, x: jax.Array, t: jax.Array, k_cache: jax.Array, v_cache: jax.Array) -> tuple:
         """One new position (B, 1, d) against fixed-length caches (B, max_len, H, D): this position's
@@ -84,7 +101,7 @@ class _SelfAttention(_Layers):
         k_cache = jax.lax.dynamic_update_slice(k_cache, k.astype(k_cache.dtype), (0, t, 0, 0))
         v_cache = jax.lax.dynamic_update_slice(v_cache, v.astype(v_cache.dtype), (0, t, 0, 0))
         seen = (jnp.arange(k_cache.shape[1]) <= t)[None, None, None, :]
-        y = jax.nn.dot_product_attention(q, k_cache, v_cache, mask=seen)
+        y = _attend(q, k_cache, v_cache, seen)
         return self.out(_merge(y)), k_cache, v_cache
 
 
@@ -99,7 +116,7 @@ class _CrossAttention(_Layers):
         return self.split_heads(k), self.split_heads(v)
 
     def __call__(self, x: jax.Array, kv: tuple, keep: jax.Array) -> jax.Array:
-        y = jax.nn.dot_product_attention(self.split_heads(self.q(x)), *kv, mask=keep)
+        y = _attend(self.split_heads(self.q(x)), *kv, keep)
         return self.out(_merge(y))
 
 
