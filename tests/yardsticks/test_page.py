@@ -293,3 +293,31 @@ def test_jax_jobs_pair_only_with_jax_lines_of_the_same_compiler(tmp_path):
     with open(out.with_suffix(".csv"), newline="") as f:
         cells = {(r["framework"], r["execution"], r["compile"]) for r in csv.DictReader(f)}
     assert {("jax", "jit", "jit"), ("jax", "eager", "-")} <= cells
+
+
+def test_serve_jobs_get_a_loadgen_table_with_their_percentiles_and_verdict(tmp_path):
+    """A finished mode=serve job is one line of the serving table, with the figures LoadGen's summary gave
+    (as serving/record.py logs them); a failed one and the training jobs are not in it."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log(client, eid, "synthetic", "fused", 7000.0, 2.0)
+    figures = {"latency_p50_ms": 4.17, "latency_p90_ms": 4.39, "latency_p99_ms": 4.95, "latency_max_ms": 7.55}
+    for status, scenario in (("FINISHED", "SingleStream"), ("FAILED", "Offline")):
+        job = JobConfig.from_dict({"framework": {"name": "jax"}, "precision": {"name": "amp"}, "mode": "serve"})
+        job.device = "cuda"
+        run = RunLogger.create(client, eid, f"serve-{scenario}", None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 8})
+        if status == "FINISHED":
+            run.metrics({**figures, "qps": 246.0, "serve_batch_mean": 1.0})
+            run.tags({"serve.valid": "VALID", "serve.scenario": scenario, "run.execution": "jit"})
+        run.finish(status)
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    table = md[md.index("## Serving (MLPerf LoadGen)") + 4 :]
+    assert table[0] == "| h | jax | jit | resnet50 | amp | SingleStream | 8 | VALID | 4.17 | 4.39 | 4.95 | 7.55 | 246.0 queries/s | 1.00 |"  # fmt: skip
+    assert table[1] == ""  # the failed job is not a line of it

@@ -149,8 +149,10 @@ class JaxBench(SpecBench):
 
     def predict(self, host: HostBatch) -> Any:
         """The model's outputs for a host batch as float32 numpy (mode=converge scores them with the
-        workload's eval): inference mode, the job's precision."""
-        out = self._infer(self.variables, self._to_device(host).inputs)
+        workload's eval): inference mode, the job's precision. While the probe is active (a serving job
+        makes no train/infer step) the trace it causes shows the probe what ran."""
+        with self.probe.watch():
+            out = self._infer(self.variables, self._to_device(host).inputs)
         outs = tuple(np.asarray(o, dtype=np.float32) for o in (out if isinstance(out, tuple) else (out,)))
         return outs[0] if len(outs) == 1 else outs
 
