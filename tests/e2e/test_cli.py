@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import psutil
@@ -68,6 +70,37 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
         } <= artifacts
     dtypes = {r.data.params["precision.name"]: r.data.tags["precision.compute_dtype"] for r in kids}
     assert dtypes == {"fp32": "float32", "amp": "bfloat16"}  # CPU: amp means bf16 autocast
+
+
+def missing_columns(run, keys: list[str]) -> list[str]:
+    """Which of a view's column keys (metrics.`x`, params.`x`, tags.`x`) the run has no value for."""
+    data = {"metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags}
+    kinds = [key.split(".", 1) for key in keys]
+    return [f"{kind}.{name}" for kind, name in kinds if name.strip("`") not in data[kind]]
+
+
+def test_the_sweep_link_opens_a_view_of_its_results(cli):
+    res = cli.run(["framework=torch", "precision=fp32,amp", *TINY])
+    assert res.returncode == 0, res.stderr[-3000:]
+    (line,) = [x for x in (res.stdout + res.stderr).splitlines() if "MLflow UI:" in x]
+    link = urllib.parse.urlsplit(line.split("MLflow UI: ", 1)[1].strip())
+    page, _, query = link.fragment.partition("?")
+    (key,) = urllib.parse.parse_qs(query)["viewStateShareKey"]
+    assert urllib.parse.parse_qs(query)["workflowType"] == ["machine_learning"]
+    client, runs = cli.client(), cli.runs()
+    parent = sweep_parent(runs)
+    assert page == f"/experiments/{parent.info.experiment_id}/runs"  # the table, not the parent's page
+    tags = client.get_experiment(parent.info.experiment_id).tags
+    view = json.loads(tags[f"mlflow.sharedViewState.{key}"])  # what the UI loads for that key
+    kids = children_of(runs, parent.info.run_id)
+    shown = client.search_runs([parent.info.experiment_id], view["searchFilter"])
+    assert sorted(r.info.run_id for r in shown) == sorted(r.info.run_id for r in kids)  # this sweep's jobs
+    keys = [*view["selectedColumns"], view["orderByKey"]]
+    assert {"metrics.`throughput`", "params.`framework.name`", "params.`precision.name`"} <= set(keys)
+    assert all(missing_columns(run, keys) == [] for run in kids), [missing_columns(r, keys) for r in kids]
+    columns = view["selectedColumns"]
+    assert view["columnOrder"][-len(columns) :] == columns  # shown in this order
+    assert set(view["columnWidths"]) <= set(view["columnOrder"])  # the UI sizes listed columns only
 
 
 def test_single_run_has_no_parent(cli):

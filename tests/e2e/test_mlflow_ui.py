@@ -1,7 +1,9 @@
 """The MLflow UI, in a real headless Chromium against a real `mlflow server`, shows a sweep the way a
 model-training user expects: the link dlbench gives (`ui_url`) opens the experiment's runs table with the
-sweep in it, and a run's link opens that run. A plain experiment link opens MLflow 3.17's GenAI traces
-overview instead ("Traces 0"), whatever the experiment's kind tag says: that is why dlbench gives links."""
+sweep in it; the link a sweep ends with (its view, `share_sweep_view`) shows only its jobs, fastest first,
+with the result columns; a run's link opens that run. A plain experiment link opens MLflow 3.17's GenAI
+traces overview instead ("Traces 0"), whatever the experiment's kind tag says: that is why dlbench gives
+links."""
 
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ import pytest
 
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store
-from dlbench.tracking.ui_records import KIND_TAG, MODEL_TRAINING, ui_url
+from dlbench.tracking.ui_records import KIND_TAG, MODEL_TRAINING, share_sweep_view, ui_url
 from tests.chromium import chromium, needs_chromium
 from tests.mlflow_server import mlflow_server
 
 pytestmark = [pytest.mark.slow, needs_chromium]
 BUDGET = "--virtual-time-budget=30000"  # let the single-page app fetch and render (virtual ms)
+WINDOW = "--window-size=1900,1000"  # the grid renders only the columns in view
 SWEEP = "sweep 2026-11-30 12:00:00"
 
 
@@ -53,7 +56,7 @@ def shows_runs_table(text: str) -> bool:
 
 
 def open_page(tmp_path: Path, url: str) -> str:
-    proc = chromium(tmp_path, BUDGET, "--dump-dom", url, timeout=180)
+    proc = chromium(tmp_path, BUDGET, WINDOW, "--dump-dom", url, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return page_text(proc.stdout)
 
@@ -65,6 +68,16 @@ def test_the_sweep_link_opens_the_runs_table(ui: dict, tmp_path: Path):
     assert shows_runs_table(text), text[:3000]
     assert "| 3 | matching runs |" in text  # the sweep's parent and its two jobs
     assert "Token Usage" not in text  # not the GenAI overview
+
+
+def test_the_sweep_view_link_shows_its_jobs_fastest_first_with_the_result_columns(ui: dict, tmp_path: Path):
+    key = share_sweep_view(ui["client"], ui["experiment_id"], ui["parent"])  # what dlbench's sweep writes
+    text = open_page(tmp_path, ui_url(ui["url"], ui["experiment_id"], view_key=key))
+    assert "You're viewing a shared view" in text, text[:3000]  # the UI found and loaded the view
+    assert "| 2 | matching runs |" in text and f"| {SWEEP} |" not in text  # the jobs, not the parent
+    for column in ("throughput", "framework.name", "precision.name"):
+        assert f"| {column} |" in text, text[:3000]
+    assert text.index("torch-resnet50-amp-train") < text.index("torch-resnet50-fp32-train")  # 210 over 100
 
 
 def test_a_plain_experiment_link_opens_the_genai_overview(ui: dict, tmp_path: Path):

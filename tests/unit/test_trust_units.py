@@ -142,6 +142,15 @@ def test_the_ui_link_carries_no_credentials_and_no_query():
     assert link == "https://mlflow.example:8443/base/#/experiments/7/runs?workflowType=machine_learning"
 
 
+def test_a_sweep_link_shows_its_view_key_and_still_hides_secrets():
+    from dlbench.tracking.ui_records import ui_url
+
+    link = ui_url("https://u:pw3@mlflow.example:8443/?token=t9", "7", view_key="0f3a9c")
+    assert link.endswith("#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=0f3a9c")
+    assert mask(link) == link  # the key names an experiment tag: printed as it is, or the link is useless
+    assert mask(f"{link}&apiKey=k1&viewstatesharekey=k2") == f"{link}&apiKey=***&viewstatesharekey=***"
+
+
 @pytest.mark.parametrize(
     ("override", "char", "fixed"),
     [

@@ -18,8 +18,12 @@ HIDDEN = "***"
 # Hydra writes a multirun's overrides with `:` escaped (`http\://u\:pw@h`): both forms are matched.
 _USERINFO = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.\-]*\\?://[^/\s:@'\"\\]*)\\?:(?P<secret>[^@/\s'\"]*)@")
 _SECRET_WORDS = r"pass(?:word|wd)?|pwd|token|secret|key|signature|sig|credential|auth"
+# The one name that says key and holds none: the MLflow UI's viewStateShareKey, the name of an experiment tag
+# (a sweep's is its parent's run id), which a sweep's link to the UI must show as it is.
+_NOT_SECRET = r"(?!(?-i:viewStateShareKey)=)"  # that exact spelling only
 _QUERY = re.compile(
-    rf"(?P<pre>[?&;](?:[\w.\-]*?)(?:{_SECRET_WORDS})(?:[\w.\-]*)=)(?P<secret>[^&#\s'\"]+)", re.IGNORECASE
+    rf"(?P<pre>[?&;]{_NOT_SECRET}(?:[\w.\-]*?)(?:{_SECRET_WORDS})(?:[\w.\-]*)=)(?P<secret>[^&#\s'\"]+)",
+    re.IGNORECASE,
 )
 _SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|_KEY$|^KEY$|AUTH", re.IGNORECASE)
 HIDDEN_ENV = "DLBENCH_SECRET_"  # + a number: where hide_in_overrides puts each secret (a secret name)

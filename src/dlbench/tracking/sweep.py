@@ -38,7 +38,7 @@ from dlbench.core.secrets import mask
 from dlbench.environment import git_commit, host_facts
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store, resolve_uri
-from dlbench.tracking.ui_records import log_results_table, ui_url
+from dlbench.tracking.ui_records import log_results_table, share_sweep_view, sweep_view_key, ui_url
 
 log = logging.getLogger("dlbench")
 PARENT_ENV = "DLBENCH_PARENT_RUN_ID"
@@ -163,6 +163,7 @@ def ensure_parent() -> RunLogger | None:
     STATE.parent, STATE.experiment_id = parent, experiment_id
     parent.tags(tags)
     parent.params({"sweep.overrides": sweep.overrides or "(none)", "git_commit": git_commit()})
+    share_sweep_view(client, experiment_id, parent.run_id)  # what the link printed at the end opens
     outer = STATE.outer
     if outer is not None:  # `mlflow run`'s own run, left in "Default": point both ways
         outer.tags({SWEEP_RUN_ID_TAG: parent.run_id})
@@ -225,7 +226,8 @@ def log_report(
             parent.artifact(path, "report")
         log_results_table(parent.client, parent.run_id, report.analysis.frame())
         log.info("report: %s (artifacts report/ of run %s)", report.html, parent.run_id)
-        log.info("MLflow UI: %s", ui_url(uri, report.selection.experiment_id, parent.run_id))
+        view = sweep_view_key(parent.run_id)  # the view share_sweep_view stored with the parent
+        log.info("MLflow UI: %s", ui_url(uri, report.selection.experiment_id, view_key=view))
     except Exception as exc:
         log.warning("report: not made (%s: %s); the sweep's runs are unaffected", type(exc).__name__, exc)
 
