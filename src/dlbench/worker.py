@@ -3,6 +3,8 @@
 One per job, in its own process group, under the framework's interpreter (framework.python). It
 builds the backend, runs warm-up and timed windows, and reports JSON-line events on the pipe given by
 --events-fd. Its stdout/stderr are the job's worker.log. It never imports mlflow or hydra.
+With devices=N it is rank 0 of the job and starts ranks 1..N-1 (`--rank r`, no events pipe) in its own
+process group (backends/torch/ranks.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from dlbench import events
 from dlbench.backends.base import BACKENDS
@@ -105,7 +108,7 @@ def run(
             group.close()
 
 
-def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]):
+def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> Any:
     """devices>1: this process's RankGroup (torch.distributed, backends/torch/ranks.py), after rank 0
     has started the other ranks; None on one device, where nothing of this is imported."""
     if job.devices == 1:
@@ -116,8 +119,15 @@ def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[st
 
 
 def _run_bench(
-    job: JobConfig, backend, emit, out_dir, import_s: float, threads: dict[str, int], group
+    job: JobConfig,
+    backend: Any,
+    emit: events.EventWriter | events.NullWriter,
+    out_dir: Path | None,
+    import_s: float,
+    threads: dict[str, int],
+    group: Any,
 ) -> None:
+    """Build, warm up, time and report; `group`: this rank's RankGroup on several devices, else None."""
     t1 = time.perf_counter()
     bench = backend.build(job)
     build_s = time.perf_counter() - t1
