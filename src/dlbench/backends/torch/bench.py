@@ -26,11 +26,12 @@ def pick_device(requested: str, index: int = 0) -> torch.device:
     if requested == "cpu":
         return torch.device("cpu")
     if torch.cuda.is_available():
-        if index >= torch.cuda.device_count():
-            raise BackendUnavailable(
-                f"devices: rank {index} needs GPU {index}; torch sees {torch.cuda.device_count()} here"
-            )
-        torch.cuda.set_device(index)
+        if index:  # a rank's own GPU (NCCL's collectives run on the current device)
+            if index >= torch.cuda.device_count():
+                raise BackendUnavailable(
+                    f"devices: rank {index} needs GPU {index}; torch sees {torch.cuda.device_count()} here"
+                )
+            torch.cuda.set_device(index)
         return torch.device("cuda", index)
     if requested == "cuda":
         raise BackendUnavailable("device=cuda: torch sees no CUDA GPU here; use device=cpu or device=auto")
