@@ -225,11 +225,20 @@ class JobConfig:
     threads: int | None = None
     # eager | compiled: the framework-neutral execution mode (core/execution.py); null = framework knobs.
     execution: str | None = None
+    # Data-parallel ranks of one job (torch only for now): schedule.batch_size is per device, each rank
+    # trains on its own batch, so the global batch is batch_size x devices (as torchrun scripts mean it).
+    devices: int = 1
 
     @property
     def batch_size(self) -> int:
+        """Per device: what one rank's step takes (the global batch is `global_batch_size`)."""
         b = self.schedule.batch_size
         return self.model.batch_size if b is None else b
+
+    @property
+    def global_batch_size(self) -> int:
+        """What one step of the whole job takes, over its `devices` ranks."""
+        return self.batch_size * self.devices
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobConfig:
@@ -318,6 +327,7 @@ def validate(job: JobConfig) -> None:
             f"execution={job.execution!r}: use eager or compiled (or null: the framework's own knobs)",
         ),
     ]
+    checks += devices_problems(job)
     fw = job.framework
     if isinstance(fw, TorchConfig):
         checks += [
@@ -349,6 +359,26 @@ def validate(job: JobConfig) -> None:
     if fmt.dali and not d.path and not (d.path_env and os.environ.get(d.path_env)):
         hint = f" or set ${d.path_env}" if d.path_env else ""
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
+
+
+MULTI_DEVICE_FRAMEWORKS = ("torch",)  # data-parallel ranks are built for these frameworks so far
+
+
+def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
+    """devices: a whole number >= 1; more than one only where ranks are built (torch, mode=train), so
+    a sweep over devices refuses the other cells in one line each instead of running them on one."""
+    n = job.devices
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        return [(False, f"devices={n!r}: use a whole number, 1 or more")]
+    fw = job.framework.name
+    return [
+        (
+            n == 1 or fw in MULTI_DEVICE_FRAMEWORKS,
+            f"devices={n}: framework={fw} runs on one device for now; several devices: "
+            f"framework={' or '.join(MULTI_DEVICE_FRAMEWORKS)}",
+        ),
+        (n == 1 or job.mode == "train", f"devices={n}: mode={job.mode} runs on one device; use mode=train"),
+    ]
 
 
 def register_configs() -> None:

@@ -36,6 +36,13 @@ class EventWriter:
         os.write(self._fd, line.encode())
 
 
+class NullWriter:
+    """The events of a rank other than 0 of a job on several devices: only rank 0 talks to the parent."""
+
+    def emit(self, event: str, **data: Any) -> None:
+        pass
+
+
 class EventReader:
     """Splits bytes from the pipe into events; tolerates partial lines between reads."""
 

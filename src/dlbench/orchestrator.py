@@ -19,7 +19,7 @@ from typing import Any
 from dlbench import events, signals
 from dlbench.backends import capability
 from dlbench.backends.interpreter import worker_python
-from dlbench.backends.threads import worker_env
+from dlbench.backends.threads import rank_threads, worker_env
 from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution
 from dlbench.core.names import NOT_RUN
@@ -158,7 +158,8 @@ class JobRunner:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.sampler: Sampler | None = None
         # What the framework must find in its environment before it starts (thread pools, GPU memory).
-        self.worker_env = worker_env(job.framework.name, job.threads) if job.mode != "data" else {}
+        threads = rank_threads(job.threads, job.devices)  # devices>1: each rank's share
+        self.worker_env = worker_env(job.framework.name, threads) if job.mode != "data" else {}
         self.recording = JobRecording(job, ctx.label, self.dir, self.worker_env)
 
     @property

@@ -111,7 +111,9 @@ class JobRecording:
         config = j.to_dict()
         if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
             config.pop("serve")
-        run.params(flatten(config) | {"batch_size": j.batch_size} | data_facts)
+        # batch_size is per device (what one rank's step takes); the global batch is over `devices` ranks
+        batches = {"batch_size": j.batch_size, "global_batch_size": j.global_batch_size}
+        run.params(flatten(config) | batches | data_facts)
         if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
             context = "training" if j.mode == "train" else "evaluation"
             log_dataset_input(
@@ -136,6 +138,8 @@ class JobRecording:
             self.run.params({"model.params": ev["params"], "throughput_unit": ev["unit"]})
             # what the framework reports it uses, not the setting: the report compares only equals
             self.run.params({f"threads.{k}": v for k, v in ev.get("threads", {}).items()})
+            # devices>1: the process group's backend and what each rank's torch reported ("1/1,1/1")
+            self.run.params({f"ranks.{k}": v for k, v in ev.get("ranks", {}).items()})
 
     def window(self, ev: dict[str, Any]) -> None:
         series = {"window/throughput": ev["throughput"], "window/loss": ev["loss"]}

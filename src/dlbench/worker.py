@@ -3,6 +3,8 @@
 One per job, in its own process group, under the framework's interpreter (framework.python). It
 builds the backend, runs warm-up and timed windows, and reports JSON-line events on the pipe given by
 --events-fd. Its stdout/stderr are the job's worker.log. It never imports mlflow or hydra.
+With devices=N it is rank 0 of the job and starts ranks 1..N-1 (`--rank r`, no events pipe) in its own
+process group (backends/torch/ranks.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from dlbench import events
 from dlbench.backends.base import BACKENDS
@@ -22,7 +25,7 @@ from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
-    from dlbench.backends.threads import apply_threads, worker_env
+    from dlbench.backends.threads import apply_threads, rank_threads, worker_env
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
@@ -77,17 +80,54 @@ def _versions(backend, job: JobConfig) -> dict[str, str]:
     return out
 
 
-def run(job: JobConfig, emit: events.EventWriter, out_dir: Path | None = None) -> None:
+def run(
+    job: JobConfig,
+    emit: events.EventWriter,
+    out_dir: Path | None = None,
+    rank: int = 0,
+    job_file: str | None = None,
+) -> None:
+    """The job in this process: on one device, or as rank `rank` of `job.devices` (rank 0 starts the
+    others from `job_file`)."""
     t0 = time.perf_counter()
     threads: dict[str, int] = {}
     if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
         from dlbench.data import bench as backend
     else:
         # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
-        os.environ.update(worker_env(job.framework.name, job.threads))
+        share = rank_threads(job.threads, job.devices)  # devices>1: this rank's share of the threads
+        os.environ.update(worker_env(job.framework.name, share))
         backend = load_backend(job.framework.name)
-        threads = apply_threads(job.framework.name, job.threads)
+        threads = apply_threads(job.framework.name, share)
     import_s = time.perf_counter() - t0
+    group = join_ranks(job, rank, job_file, threads)
+    try:
+        _run_bench(job, backend, emit, out_dir, import_s, threads, group)
+    finally:
+        if group is not None:
+            group.close()
+
+
+def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> Any:
+    """devices>1: this process's RankGroup (torch.distributed, backends/torch/ranks.py), after rank 0
+    has started the other ranks; None on one device, where nothing of this is imported."""
+    if job.devices == 1:
+        return None
+    from dlbench.backends.torch.ranks import RankGroup
+
+    return RankGroup.join(job, rank, job_file, threads)
+
+
+def _run_bench(
+    job: JobConfig,
+    backend: Any,
+    emit: events.EventWriter | events.NullWriter,
+    out_dir: Path | None,
+    import_s: float,
+    threads: dict[str, int],
+    group: Any,
+) -> None:
+    """Build, warm up, time and report; `group`: this rank's RankGroup on several devices, else None."""
     t1 = time.perf_counter()
     bench = backend.build(job)
     build_s = time.perf_counter() - t1
@@ -101,6 +141,7 @@ def run(job: JobConfig, emit: events.EventWriter, out_dir: Path | None = None) -
         batch_size=job.batch_size,
         versions=_versions(backend, job),
         threads=threads,
+        **({"ranks": group.facts} if group is not None else {}),
     )
     try:
         fault = {"abort": os.abort, "hang": _hang}.get(job.debug.fault)
@@ -153,9 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--job", required=True, help="resolved job config (JSON)")
     parser.add_argument("--events-fd", type=int, required=True, help="pipe for JSON-line events")
+    parser.add_argument("--rank", type=int, default=0, help="devices>1: this rank (rank 0 starts the others)")
     args = parser.parse_args(argv)
     _die_with_parent()
-    emit = events.EventWriter(args.events_fd)
+    emit = events.EventWriter(args.events_fd) if args.rank == 0 else events.NullWriter()
     emit.emit(events.HELLO, pid=os.getpid(), python=sys.executable)
     with open(args.job) as f:
         plain = json.load(f)
@@ -166,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     job = JobConfig.from_dict(plain)
     try:
-        run(job, emit, Path(args.job).resolve().parent)  # the job's folder: LoadGen's logs go there
+        # the job's folder: LoadGen's logs go there
+        run(job, emit, Path(args.job).resolve().parent, args.rank, str(Path(args.job).resolve()))
     except (BackendUnavailable, ConfigError) as exc:
         emit.emit(events.ERROR, kind="config", message=str(exc))
         print(f"dlbench worker: {exc}", file=sys.stderr)

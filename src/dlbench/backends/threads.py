@@ -26,6 +26,15 @@ def resolve(threads: int | None) -> int:
     return threads if threads else available_cpus()
 
 
+def rank_threads(threads: int | None, devices: int) -> int | None:
+    """The threads each rank of a job gets: the job's count (null: the affinity's CPUs) split evenly
+    between its `devices` ranks, at least one each, so two ranks on two cores do not oversubscribe them.
+    One device keeps the setting as it is."""
+    if devices == 1:
+        return threads
+    return max(1, resolve(threads) // devices)
+
+
 def _module(framework: str):
     return importlib.import_module(f"dlbench.backends.{PACKAGES[framework]}.threads")
 

@@ -20,7 +20,9 @@ def open_synthetic(bench: Any, to_device: Callable[[Any], Any]) -> Any:
     from dlbench.data.synthetic import PoolSource, synthetic_pool
 
     job = bench.job
-    return PoolSource([to_device(b) for b in synthetic_pool(bench.spec, job.batch_size, job.mode == "train")])
+    seed = job.data.shard_id if job.devices > 1 else 0  # a rank's own batch (backends/torch/ranks.py)
+    pool = synthetic_pool(bench.spec, job.batch_size, job.mode == "train", seed=seed)
+    return PoolSource([to_device(b) for b in pool])
 
 
 def open_dali(bench: Any, to_device: Callable[[Any], Any]) -> Any:

@@ -44,12 +44,13 @@ def synthetic_batch(spec: TaskSpec, batch_size: int, seed: int = 0) -> HostBatch
     return HostBatch(inputs, targets, spec.count_units(inputs | targets))
 
 
-def synthetic_pool(spec: TaskSpec, batch_size: int, train: bool) -> list[HostBatch]:
+def synthetic_pool(spec: TaskSpec, batch_size: int, train: bool, seed: int = 0) -> list[HostBatch]:
     """The batches a synthetic job cycles through, made before timing: the task's own pool
-    (TaskSpec.synthetic_pool, e.g. NCF's fresh positives per step), else the one spec batch."""
+    (TaskSpec.synthetic_pool, e.g. NCF's fresh positives per step), else the one spec batch, drawn from
+    `seed` (a rank of a job on several devices: its shard index, so each rank has its own batch)."""
     if spec.synthetic_pool is not None:
         return spec.synthetic_pool(batch_size, train)
-    return [synthetic_batch(spec, batch_size)]
+    return [synthetic_batch(spec, batch_size, seed)]
 
 
 class PoolSource:

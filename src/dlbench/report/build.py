@@ -29,6 +29,7 @@ from dlbench.report.render import (
     to_html,
     to_markdown,
 )
+from dlbench.report.scaling import scaling_block
 
 MARKDOWN = "report.md"
 HTML = "report.html"
@@ -90,6 +91,8 @@ def build_report(
     blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
+    if scaling := scaling_block(analysis):  # only when a run used several devices
+        blocks.append(scaling)
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
     blocks += accuracy_section
     latency_section = latency_blocks(latency, out_dir)

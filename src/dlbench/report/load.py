@@ -43,6 +43,7 @@ VARIANT_PARAMS = (
     "batch_size",
     "dataset.name",
     "device",
+    "devices",  # data-parallel ranks: runs on 2 devices are compared with 1 only by report/scaling.py
     "data.decode",
     # CPU threads the framework reported using (threads.* params): runs at different counts are never
     # compared with each other, so a framework left on one thread cannot lose to one given two.
@@ -96,6 +97,11 @@ class JobRow:
 
     def metric(self, key: str) -> float:
         return self.metrics.get(key, math.nan)
+
+    @property
+    def devices(self) -> int:
+        """Data-parallel ranks of the run (a run recorded before the key existed ran on one)."""
+        return int(self.variant_params.get("devices", "1"))
 
     @property
     def ran(self) -> str:

@@ -29,6 +29,8 @@ def config_hash(config: dict[str, Any]) -> str:
     kept = {k: v for k, v in config.items() if k not in NOT_HASHED}
     if kept.get("mode") != "serve":  # serve.* means nothing elsewhere: earlier runs keep their digest
         kept.pop("serve", None)
+    if kept.get("devices", 1) == 1:  # one device: runs made before `devices` existed keep their digest
+        kept.pop("devices", None)
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 

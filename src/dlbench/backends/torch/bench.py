@@ -1,4 +1,5 @@
-"""The PyTorch Bench: the task's model, loss, optimizer, input source and precision on one device."""
+"""The PyTorch Bench: the task's model, loss, optimizer, input source and precision on one device, or
+one rank's device of a data-parallel job (DistributedDataParallel)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.torch import ranks
 from dlbench.backends.torch.family import TorchFamily
 from dlbench.backends.torch.optimizers import make_optimizer, make_schedule, resolve_optimizer_impl
 from dlbench.backends.torch.precision import LayerProbe, TorchPrecision, dtype_name
@@ -18,11 +21,18 @@ from dlbench.data.synthetic import HostBatch
 from dlbench.errors import BackendUnavailable
 
 
-def pick_device(requested: str) -> torch.device:
+def pick_device(requested: str, index: int = 0) -> torch.device:
+    """The job's device; `index`: the GPU of a rank of a job on several devices (its local rank)."""
     if requested == "cpu":
         return torch.device("cpu")
     if torch.cuda.is_available():
-        return torch.device("cuda", 0)
+        if index:  # a rank's own GPU (NCCL's collectives run on the current device)
+            if index >= torch.cuda.device_count():
+                raise BackendUnavailable(
+                    f"devices: rank {index} needs GPU {index}; torch sees {torch.cuda.device_count()} here"
+                )
+            torch.cuda.set_device(index)
+        return torch.device("cuda", index)
     if requested == "cuda":
         raise BackendUnavailable("device=cuda: torch sees no CUDA GPU here; use device=cpu or device=auto")
     return torch.device("cpu")
@@ -33,7 +43,8 @@ class TorchBench(SpecBench):
 
     def __init__(self, job: JobConfig) -> None:
         super().__init__(job)
-        dev = pick_device(job.device)
+        self.ranked = ranks.active()  # devices>1: one rank of a data-parallel job (backends/torch/ranks.py)
+        dev = pick_device(job.device, dist.get_rank() if self.ranked else 0)
         self.dev, self.device = dev, str(dev)
         self.prec = TorchPrecision(plan_precision(job.precision, dev.type), dev)
         # channels_last feeds NHWC tensor-core kernels on CUDA (4-D tensors only); on CPU it is no faster.
@@ -50,7 +61,11 @@ class TorchBench(SpecBench):
         self.family_facts = family.run_facts(model)
         self.probe = LayerProbe(model)
         fw = job.framework
-        self.run_model = torch.compile(model, mode=fw.compile_mode) if fw.compile else model
+        # The probed first step runs this one (eager); on several devices it is the DDP wrapper too, so
+        # that every step all-reduces the gradients and the ranks keep the same weights.
+        self.eager_model = self._data_parallel(model) if self.ranked else model
+        run = self.eager_model
+        self.run_model = torch.compile(run, mode=fw.compile_mode) if fw.compile else run
         self.loss_fn = family.loss(self.spec)
         self.optimizer_impl = resolve_optimizer_impl(fw.optimizer_impl, dev)
         self.opt = make_optimizer(model, self.optimizer_impl, self.spec.optimizer) if self.train else None
@@ -60,6 +75,14 @@ class TorchBench(SpecBench):
         if dev.type == "cuda":
             torch.backends.cudnn.benchmark = True
             torch.cuda.reset_peak_memory_stats(dev)
+
+    def _data_parallel(self, model: torch.nn.Module) -> torch.nn.Module:
+        """DistributedDataParallel over the job's ranks: rank 0's weights broadcast at construction,
+        gradients averaged over the ranks in every backward."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [self.dev.index] if self.dev.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=ids)
 
     # ---- data ----------------------------------------------------------------------------------
     def _tensor(self, array: np.ndarray, is_float: bool) -> torch.Tensor:
@@ -90,7 +113,7 @@ class TorchBench(SpecBench):
     def _step(self, batch: Batch) -> None:
         # The probed first step runs eagerly: compiled with the probe's hooks, the graph would be compiled
         # again once they are removed (dynamo guards on a module's hooks), doubling the compile time.
-        model = self.model if self.probe.active else self.run_model
+        model = self.eager_model if self.probe.active else self.run_model
         if not self.train:
             with torch.inference_mode(), self.prec.autocast():
                 self.family.infer(model, batch.inputs)
@@ -130,6 +153,14 @@ class TorchBench(SpecBench):
     def sync(self) -> None:
         if self.dev.type == "cuda":
             torch.cuda.synchronize(self.dev)
+        if self.ranked:  # a window's edge is where the last rank gets there
+            ranks.barrier()
+
+    def units(self) -> int:
+        """The units the job's steps consumed: on several devices, the sum over the ranks (a collective,
+        which the window's edges call on every rank), so the throughput is counted once, for the job."""
+        mine = super().units()
+        return int(ranks.all_reduce_sum(mine)) if self.ranked else mine
 
     def loss(self) -> float | None:
         return float(self._loss) if self._loss is not None else None

@@ -1,0 +1,141 @@
+"""Data-parallel ranks of one job, PyTorch's way: torch.distributed over env:// rendezvous.
+
+The worker the orchestrator started is rank 0. It starts ranks 1..N-1 as more workers of the same entry
+(`python -m dlbench.worker --rank r`), in its own process group, so the orchestrator's kill of that group
+(timeout, Ctrl-C, SIGTERM) ends them all, and each asks Linux to kill it when rank 0 dies. Every rank runs
+the same job code: the collectives (DistributedDataParallel's gradient all-reduce, the unit counts and
+barriers at the window edges, TorchBench) meet because the calls are the same; only rank 0 has the
+events pipe. Backend gloo on the CPU, nccl on CUDA (NVLink multicast left off).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dlbench.config import JobConfig
+
+# NVLink SHARP / multicast stays off: it needs fabric setup that a shared host may not have.
+NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+RANK_ARG = "--rank"  # in a rank's command line: what tells a rank process apart (and finds it)
+JOIN_TIMEOUT_S = 30.0  # what rank 0 waits for the other ranks to exit after the job
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now, for the rendezvous (MASTER_PORT)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def backend_for(job: JobConfig) -> str:
+    """gloo on the CPU, nccl on CUDA (device=auto: CUDA when torch sees a GPU, as pick_device decides)."""
+    cuda = job.device == "cuda" or (job.device == "auto" and torch.cuda.is_available())
+    return "nccl" if cuda else "gloo"
+
+
+def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
+    """What torch.distributed's env:// rendezvous reads, plus NCCL's settings (harmless under gloo)."""
+    return {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world),
+        **NCCL_ENV,
+    }
+
+
+def for_rank(job: JobConfig, rank: int) -> None:
+    """Each rank its own data: its shard of a real dataset and its own synthetic batch (the seed)."""
+    job.data.shard_id, job.data.num_shards = rank, job.devices
+
+
+class RankGroup:
+    """This process's place in the job's process group; rank 0 also holds the other ranks' processes."""
+
+    def __init__(self, rank: int, world: int, backend: str, procs: list[subprocess.Popen]) -> None:
+        self.rank, self.world, self.backend, self.procs = rank, world, backend, procs
+        self.facts: dict[str, Any] = {}
+
+    @classmethod
+    def join(cls, job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> RankGroup:
+        """Rank 0: start the other ranks, then rendezvous; another rank: rendezvous with the env rank 0
+        gave it. Returns once every rank is in the group, with what each rank got (`facts`)."""
+        world, backend = job.devices, backend_for(job)
+        procs: list[subprocess.Popen] = []
+        if rank == 0:
+            if job_file is None:
+                raise ValueError("devices>1: rank 0 needs the job file to start the other ranks")
+            port = free_port()
+            os.environ.update(rank_env(0, world, port))
+            procs = [_start_rank(r, world, port, job_file) for r in range(1, world)]
+        for_rank(job, rank)
+        group = cls(rank, world, backend, procs)
+        try:
+            timeout = datetime.timedelta(seconds=max(60.0, job.timeout_s))
+            dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
+            group.facts = group._gather_facts(threads)
+        except BaseException:
+            group.close()
+            raise
+        return group
+
+    def _gather_facts(self, threads: dict[str, int]) -> dict[str, Any]:
+        """Backend, world size and the threads each rank's torch reports (intra/inter-op), rank by rank."""
+        mine = f"{threads.get('intra_op', '?')}/{threads.get('inter_op', '?')}"
+        every: list[Any] = [None] * self.world
+        dist.all_gather_object(every, mine)
+        return {"backend": self.backend, "world_size": self.world, "rank_threads": ",".join(every)}
+
+    def close(self) -> None:
+        """Leave the group; rank 0 then waits for the other ranks and kills any that do not exit."""
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=JOIN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _start_rank(rank: int, world: int, port: int, job_file: str) -> subprocess.Popen:
+    """Rank `rank` as another worker of the same interpreter and job; same session and process group
+    (no start_new_session), its output into rank 0's log (the job's worker.log)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlbench.worker",
+        "--job",
+        job_file,
+        "--events-fd",
+        "-1",
+        RANK_ARG,
+        str(rank),
+    ]
+    env = dict(os.environ) | rank_env(rank, world, port)
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
+
+
+def all_reduce_sum(value: float) -> float:
+    """The sum of `value` over the ranks (a collective: every rank calls it at the same point)."""
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([float(value)], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item())
+
+
+def barrier() -> None:
+    dist.barrier()
+
+
+def active() -> bool:
+    return dist.is_available() and dist.is_initialized()

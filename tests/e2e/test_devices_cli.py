@@ -1,0 +1,57 @@
+"""A job on two devices through the real CLI: torch ranks over gloo on the CPU, recorded, reported, and
+gone after a SIGTERM to the sweep."""
+
+from __future__ import annotations
+
+import signal
+
+import psutil
+import pytest
+
+from tests.conftest import TINY
+from tests.e2e.test_cli import children_of, sweep_parent, workers_under
+from tests.e2e.test_trust import Started
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_sweep_over_devices_records_both_runs_and_reports_the_scaling(cli):
+    res = cli.run([*TINY, "devices=1,2"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = cli.runs()
+    parent = sweep_parent(runs)
+    kids = {r.data.params["devices"]: r for r in children_of(runs, parent.info.run_id)}
+    assert sorted(kids) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["throughput"] > 0 for r in kids.values())
+    one, two = kids["1"].data.params, kids["2"].data.params
+    assert int(two["global_batch_size"]) == 2 * int(two["batch_size"]) == 2 * int(one["batch_size"])
+    assert one["global_batch_size"] == one["batch_size"] and "ranks.backend" not in one
+    assert two["ranks.backend"] == "gloo" and two["ranks.world_size"] == "2"
+    # two ranks share the job's CPUs: each got half (at least one), as its torch reports
+    per_rank = two["ranks.rank_threads"].split(",")
+    assert len(per_rank) == 2 and len(set(per_rank)) == 1
+    assert int(two["threads.intra_op"]) == max(1, int(one["threads.intra_op"]) // 2)
+    report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
+    assert "## Scaling over devices" in report
+    assert "torch resnet_cifar fp32 train: 2 devices" in report and "scaling efficiency" in report
+
+
+def _ranks_under(cli) -> list[psutil.Process]:
+    return [p for p in workers_under(cli.tmp) if "--rank" in (p.info["cmdline"] or [])]
+
+
+def test_a_sigterm_during_a_two_device_job_leaves_no_rank_behind(cli):
+    started = Started(cli, [*TINY, "devices=2", "schedule.windows=100000"])
+    try:
+        started.wait_for(r"window 1/")  # both ranks are training
+        workers = workers_under(cli.tmp)
+        assert len(workers) == 2 and len(_ranks_under(cli)) == 1, [p.info["cmdline"] for p in workers]
+        started.proc.send_signal(signal.SIGTERM)
+        code = started.finish(timeout=120)
+        assert code == 128 + signal.SIGTERM, started.output[-3000:]
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert alive == [] and workers_under(cli.tmp) == []
+        (kid,) = children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)
+        assert kid.info.status == "KILLED" and kid.data.params["devices"] == "2"
+    finally:
+        started.kill()
