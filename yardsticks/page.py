@@ -43,7 +43,10 @@ GPU_FLAG_TAG, CLOCK_FLAG_TAG, CLOCK_EVENTS_TAG = (
     "guard.clock_events",
 )
 EXECUTION_TAG = "run.execution"  # eager, graph, xla, hybridized, torch.compile(<mode>)
-SERVE_VALID_TAG, SERVE_SCENARIO_TAG = "serve.valid", "serve.scenario"  # mode=serve: LoadGen's verdict, scenario
+SERVE_VALID_TAG, SERVE_SCENARIO_TAG = (
+    "serve.valid",
+    "serve.scenario",
+)  # mode=serve: LoadGen's verdict, scenario
 
 COLUMNS = [
     ("run", "run"), ("framework", "p:framework.name"), ("execution", f"t:{EXECUTION_TAG}"),
@@ -106,7 +109,17 @@ def _dali_settings(params: dict) -> str:
     return f"{where} decode, {params.get('data.num_threads', '?')} threads"
 
 
-SERVE_COLUMNS = ["scenario", "max_batch", "valid", "p50_ms", "p90_ms", "p99_ms", "max_ms", "rate", "batch_mean"]
+SERVE_COLUMNS = [
+    "scenario",
+    "max_batch",
+    "valid",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "max_ms",
+    "rate",
+    "batch_mean",
+]
 
 
 def _serving(params: dict, metrics: dict, tags: dict) -> dict:

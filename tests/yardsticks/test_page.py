@@ -303,7 +303,9 @@ def test_serve_jobs_get_a_loadgen_table_with_their_percentiles_and_verdict(tmp_p
     log(client, eid, "synthetic", "fused", 7000.0, 2.0)
     figures = {"latency_p50_ms": 4.17, "latency_p90_ms": 4.39, "latency_p99_ms": 4.95, "latency_max_ms": 7.55}
     for status, scenario in (("FINISHED", "SingleStream"), ("FAILED", "Offline")):
-        job = JobConfig.from_dict({"framework": {"name": "jax"}, "precision": {"name": "amp"}, "mode": "serve"})
+        job = JobConfig.from_dict(
+            {"framework": {"name": "jax"}, "precision": {"name": "amp"}, "mode": "serve"}
+        )
         job.device = "cuda"
         run = RunLogger.create(client, eid, f"serve-{scenario}", None, {"dlbench.kind": "job"})
         run.params(flatten(job.to_dict()) | {"batch_size": 8})
