@@ -14,10 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dlbench.backends.jax.family import JaxFamily, Network
+from dlbench.workloads.classification import exchange
 from dlbench.workloads.classification import jax_small_cnn as small_cnn
 from dlbench.workloads.classification.spec import ClassificationConfig
 
@@ -187,6 +189,67 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
+# --- the ResNets' framework-neutral weights (exchange.py: layers by order and kind) ------------------
+
+# A block's weighted layers in torch's definition order (its projection shortcut last, as torchvision's
+# `downsample`); Flax creates the shortcut first, so the order is spelled out, not read from the tree.
+_BLOCK_LAYERS = ("conv1", "bn1", "conv2", "bn2", "conv3", "bn3", "down_conv", "down_bn")
+
+
+def _block_order(name: str) -> tuple[int, int]:
+    """ "layer2_3" (ResNet-50) or "stage2_3" (CIFAR ResNet) -> (2, 3)."""
+    stage, index = name.removeprefix("layer").removeprefix("stage").split("_")
+    return int(stage), int(index)
+
+
+def resnet_layers(params: dict) -> list[tuple[str, tuple[str, ...]]]:
+    """(kind, module path) of a Flax ResNet's weighted layers in exchange.py's order."""
+    out = [("conv", ("stem_conv",)), ("bn", ("stem_bn",))]
+    for block in sorted((k for k in params if k.startswith(("layer", "stage"))), key=_block_order):
+        out += [("bn" if "bn" in n else "conv", (block, n)) for n in _BLOCK_LAYERS if n in params[block]]
+    return [*out, ("dense", ("logits",))]
+
+
+def _at(tree: dict, path: tuple[str, ...]) -> dict:
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+# neutral parameter -> (Flax collection, leaf, to Flax's layout, back to the neutral one)
+_FLAX = {
+    "conv": {"weight": ("params", "kernel", lambda w: w.transpose(2, 3, 1, 0), lambda k: k.transpose(3, 2, 0, 1))},
+    "bn": {
+        "gamma": ("params", "scale", None, None), "beta": ("params", "bias", None, None),
+        "mean": ("batch_stats", "mean", None, None), "var": ("batch_stats", "var", None, None),
+    },
+    "dense": {"weight": ("params", "kernel", np.transpose, np.transpose), "bias": ("params", "bias", None, None)},
+}  # fmt: skip
+
+
+def export_resnet(net: Network) -> dict[str, np.ndarray]:
+    """A Flax ResNet's weights under exchange.py's neutral names: conv (O, I, H, W), dense (out, in)."""
+    variables = jax.device_get(net.variables)
+    out = {}
+    for i, (kind, path) in enumerate(resnet_layers(variables["params"])):
+        for param, (collection, leaf, _, back) in _FLAX[kind].items():
+            value = np.asarray(_at(variables[collection], path)[leaf], np.float32)
+            out[exchange.name(i, kind, param)] = np.ascontiguousarray(back(value) if back else value)
+    return out
+
+
+def load_resnet(net: Network, weights: dict[str, np.ndarray]) -> None:
+    """Set neutral weights (exchange.py) as a Flax ResNet's parameters and BatchNorm statistics."""
+    exchange.check({k: v.shape for k, v in export_resnet(net).items()}, weights)
+    variables = jax.tree.map(lambda x: x, dict(net.variables))  # fresh dicts, the same leaves
+    for i, (kind, path) in enumerate(resnet_layers(variables["params"])):
+        for param, (collection, leaf, to_flax, _) in _FLAX[kind].items():
+            layer = _at(variables[collection], path)
+            value = weights[exchange.name(i, kind, param)]
+            layer[leaf] = jnp.asarray(to_flax(value) if to_flax else value, layer[leaf].dtype)
+    net.variables = variables
+
+
 class ClassificationJax(JaxFamily):
     """ResNet-50 v1.5, VGG16, the CIFAR ResNet and the small CNN, in Flax."""
 
@@ -203,7 +266,16 @@ class ClassificationJax(JaxFamily):
         return True
 
     def export_weights(self, net: Network) -> dict[str, np.ndarray]:
-        return small_cnn.export_weights(net)
+        """Neutral names for the small CNN and the ResNets; VGG16 has no exchange yet."""
+        if isinstance(net.module, small_cnn.SmallCnn):
+            return small_cnn.export_weights(net)
+        if isinstance(net.module, (ResNet50, CifarResNet)):
+            return export_resnet(net)
+        return super().export_weights(net)
 
     def load_weights(self, net: Network, weights: dict[str, np.ndarray]) -> None:
-        small_cnn.load_weights(net, weights)
+        if isinstance(net.module, small_cnn.SmallCnn):
+            return small_cnn.load_weights(net, weights)
+        if isinstance(net.module, (ResNet50, CifarResNet)):
+            return load_resnet(net, weights)
+        return super().load_weights(net, weights)
