@@ -41,6 +41,7 @@ from dlbench.core.secrets import mask
 from dlbench.environment import framework_env, host_facts
 from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
 from dlbench.serving.record import record_served
+from dlbench.serving.settings import allowed_batch_sizes
 from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
@@ -111,6 +112,8 @@ class JobRecording:
         config = j.to_dict()
         if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
             config.pop("serve")
+        else:  # the batch sizes steps run at, null resolved (what the run used)
+            config["serve"]["batch_sizes"] = allowed_batch_sizes(j.serve)
         run.params(flatten(config) | {"batch_size": j.batch_size} | data_facts)
         if "dataset.digest" in data_facts:  # a real dataset: MLflow's dataset views show it
             context = "training" if j.mode == "train" else "evaluation"
