@@ -95,6 +95,24 @@ def test_a_recommendation_query_sample_is_one_users_candidate_list(cli):
 
 
 @pytest.mark.parametrize(
+    ("framework", "postprocess"), [("torch", "false"), ("torch", "true"), ("mxnet", "true")]
+)
+def test_a_detection_query_sample_is_one_image(cli, framework, postprocess):
+    # SSD300's smallest config (+experiment=smoke: 32x32 images); true: box decoding and NMS in the step,
+    # whose integer labels MXNet's predict reads back without amp_cast (MKLDNN refuses integer arrays)
+    overrides = [f"framework={framework}", "threads=1", "mode=serve", "model=ssd300", "+experiment=smoke"]
+    overrides += [f"model.postprocess={postprocess}", "serve.scenario=offline"]
+    res = cli.run(overrides, multirun=False, timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    (run,) = cli.runs()
+    params = run.data.params
+    assert params["serve.rows_per_sample"] == "1" and params["model.postprocess"].lower() == postprocess
+    assert run.data.tags["serve.valid"] in ("VALID", "INVALID") and run.data.metrics["samples_per_s"] > 0
+    assert params["serve.warmup_sizes"] == "1,2,4"
+    assert f"Result is : {run.data.tags['serve.valid']}" in _summary(cli, run)
+
+
+@pytest.mark.parametrize(
     ("override", "words"),
     [
         ("serve.scenario=burst", "serve.scenario='burst': use one of single_stream, multi_stream"),

@@ -110,7 +110,10 @@ def test_a_batch_is_padded_to_the_smallest_allowed_size_with_its_last_sample():
 
 def test_a_task_or_dataset_not_served_yet_is_one_line():
     for change, words in (
-        ({"model": {"task": "detection", "name": "ssd300"}}, "model.task=detection is not served yet"),
+        (
+            {"model": {"task": "translation", "name": "transformer"}},
+            "model.task=translation is not served yet",
+        ),
         ({"dataset": {"name": "imagenet", "path": "/data"}}, "use dataset=synthetic, not imagenet"),
     ):
         with pytest.raises(ConfigError) as err:
