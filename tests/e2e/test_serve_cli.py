@@ -112,6 +112,19 @@ def test_a_detection_query_sample_is_one_image(cli, framework, postprocess):
     assert f"Result is : {run.data.tags['serve.valid']}" in _summary(cli, run)
 
 
+def test_a_translation_query_sample_is_one_sentence_decoded_greedily(cli):
+    # lognormal lengths up to 32 tokens: batches padded to 8, 16, 24 or 32, each met in the warm-up
+    overrides = ["framework=torch", "threads=1", "mode=serve", "model=transformer", "+experiment=smoke"]
+    overrides += ["model.lengths=lognormal", "model.max_len=32", "serve.scenario=offline"]
+    res = cli.run(overrides, multirun=False, timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    (run,) = cli.runs()
+    params, tags = run.data.params, run.data.tags
+    assert params["serve.rows_per_sample"] == "1" and params["serve.warmup_sizes"] == "1,2,4"
+    assert tags["serve.valid"] in ("VALID", "INVALID") and run.data.metrics["samples_per_s"] > 0
+    assert f"Result is : {tags['serve.valid']}" in _summary(cli, run)
+
+
 @pytest.mark.parametrize(
     ("override", "words"),
     [

@@ -43,6 +43,48 @@ class SampleLibrary:
         pick = lambda arrays: {k: v[idx] for k, v in arrays.items()}  # noqa: E731
         return HostBatch(pick(self.pool.inputs), pick(self.pool.targets), len(indices))
 
+    def warmup_indices(self, size: int) -> list[list[int]]:
+        """The batches the warm-up runs at `size`: one, as every batch of a size has one shape."""
+        return [[i % self.count for i in range(size)]]
+
+
+class SentenceLibrary:
+    """Translation's query sample library: one sample is one synthetic sentence pair (lengths as
+    model.lengths draws them). A step's sentences are padded to the batch's longest side, rounded up to
+    the translation pipeline's BUCKET multiple (a few shapes, each met in the warm-up), and decoded greedily
+    for that many steps, as mode=infer does."""
+
+    rows = 1
+
+    def __init__(self, job: JobConfig, count: int) -> None:
+        from dlbench.workloads.translation.token_batches import bucket, synthetic_pairs
+
+        cfg = job.model
+        length = cfg.max_len - 1 if cfg.lengths == "fixed" else None
+        rng = np.random.default_rng(job.serve.seed)
+        self.pairs = synthetic_pairs(count, cfg.vocab, rng, length=length, max_len=cfg.max_len - 1)
+        self.widths = [bucket(max(len(s), len(t)) + 1) for s, t in self.pairs]  # EOS / BOS added
+        self.count = count
+
+    def batch(self, indices: list[int]) -> HostBatch:
+        from dlbench.workloads.translation.source import host_batch
+        from dlbench.workloads.translation.token_batches import make_batch
+
+        width = max(self.widths[i] for i in indices)
+        return host_batch(make_batch([self.pairs[i] for i in indices], width), train=False)
+
+    def warmup_indices(self, size: int) -> list[list[int]]:
+        """One batch of `size` per padded length the samples have: every shape a step can meet."""
+        first = {w: i for i, w in reversed(list(enumerate(self.widths)))}
+        return [[first[w]] * size for w in sorted(first)]
+
+
+def sample_library(bench: Any, job: JobConfig) -> SampleLibrary | SentenceLibrary:
+    """The task's query sample library: sentences for translation, rows of synthetic inputs otherwise."""
+    if bench.spec.task == "translation":
+        return SentenceLibrary(job, job.serve.sample_count)
+    return SampleLibrary(bench, job.serve.sample_count)
+
 
 def padded(indices: list[int], sizes: list[int]) -> list[int]:
     """`indices` grown to the smallest allowed size that holds them by repeating the last one: the step
@@ -56,7 +98,7 @@ class Answerer:
     them on the calling thread, at most `max_batch` per inference step, each step padded up to one of
     `sizes`. Counts steps, real samples and padding samples, and the sizes the steps really ran at."""
 
-    def __init__(self, bench: Any, library: SampleLibrary, sizes: list[int]) -> None:
+    def __init__(self, bench: Any, library: SampleLibrary | SentenceLibrary, sizes: list[int]) -> None:
         self.bench, self.library, self.sizes = bench, library, sizes
         self.max_batch = sizes[-1]
         self.pending: queue.SimpleQueue = queue.SimpleQueue()
@@ -106,16 +148,17 @@ def warm_up(answerer: Answerer, reps: int) -> dict[str, float]:
     The layer probe has seen a real step by then and is removed."""
     bench, sizes = answerer.bench, answerer.sizes
     for size in sizes:
-        answerer.step(list(range(size)))
-        probe = getattr(bench, "probe", None)
-        if probe is not None and getattr(probe, "active", False):
-            probe.remove()
+        for indices in answerer.library.warmup_indices(size):  # a sentence length's shapes too
+            answerer.step(indices)
+            probe = getattr(bench, "probe", None)
+            if probe is not None and getattr(probe, "active", False):
+                probe.remove()
 
     def fastest(size: int) -> float:
         times = []
         for _ in range(max(reps, 3)):
             t = time.perf_counter()
-            answerer.step(list(range(size)))
+            answerer.step(answerer.library.warmup_indices(size)[0])
             times.append(time.perf_counter() - t)
         return min(times)
 
@@ -198,7 +241,7 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
     """Warm up, (Server with serve.search: find the peak rate,) run LoadGen's test, return what the
     `served` event reports (the summary is parsed by the orchestrator from the file itself)."""
     serve = job.serve
-    library = SampleLibrary(bench, serve.sample_count)
+    library = sample_library(bench, job)
     answerer = Answerer(bench, library, allowed_batch_sizes(serve))
     start = time.perf_counter()
     estimates = warm_up(answerer, job.schedule.warmup_steps)

@@ -16,9 +16,9 @@ SCENARIOS = {
 }
 # The tasks served so far, and how many of the task's rows one LoadGen query sample is: one image; one
 # user's candidate list (the held-out item and the 100 negatives HR@10 ranks it among); one image for
-# detection (the forward pass, with model.postprocess=true box decoding and NMS too). Translation (one
-# sentence, greedy decode) is not served yet.
-QUERY_ROWS = {"classification": 1, "recommendation": 101, "detection": 1}
+# detection (the forward pass, with model.postprocess=true box decoding and NMS too); one sentence for
+# translation (greedy decoding, the batch padded to its longest sentence).
+QUERY_ROWS = {"classification": 1, "recommendation": 101, "detection": 1, "translation": 1}
 SERVED_TASKS = tuple(QUERY_ROWS)
 DEFAULT_LATENCY_BOUND_MS = 100.0  # server: a bound must be given to LoadGen; MLPerf's ResNet-50 one is 15 ms
 
