@@ -137,6 +137,9 @@ class ServeConfig:
 
     scenario: str = "single_stream"  # single_stream | multi_stream | server | offline
     max_batch: int = 8  # most samples one inference step answers (server, offline, multi_stream coalesce)
+    # the sizes a step runs at: a taken batch is padded up to the smallest that holds it (one compilation
+    # per size); null: powers of two below max_batch and max_batch; a list's largest must be max_batch
+    batch_sizes: list[int] | None = None
     min_duration_s: float = 10.0  # LoadGen min_duration_ms: the run lasts at least this long
     max_duration_s: float | None = None  # max_duration_ms (null: no limit)
     min_query_count: int = 100  # min_query_count: at least this many queries (offline: samples)

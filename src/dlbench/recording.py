@@ -41,6 +41,7 @@ from dlbench.core.secrets import mask
 from dlbench.environment import framework_env, host_facts
 from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
 from dlbench.serving.record import record_served
+from dlbench.serving.settings import allowed_batch_sizes
 from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
@@ -111,6 +112,8 @@ class JobRecording:
         config = j.to_dict()
         if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
             config.pop("serve")
+        else:  # the batch sizes steps run at, null resolved (what the run used)
+            config["serve"]["batch_sizes"] = allowed_batch_sizes(j.serve)
         # batch_size is per device (what one rank's step takes); the global batch is over `devices` ranks
         batches = {"batch_size": j.batch_size, "global_batch_size": j.global_batch_size}
         run.params(flatten(config) | batches | data_facts)

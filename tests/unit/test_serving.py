@@ -69,6 +69,9 @@ def test_the_parsed_figures_are_loadgens_own(tmp_path, scenario):
         ({"min_query_count": 10, "max_query_count": 2}, "serve.max_query_count=2"),
         ({"target_qps": -1}, "serve.target_qps=-1"),
         ({"max_batch": 0}, "serve.max_batch=0"),
+        ({"max_batch": 8, "batch_sizes": [1, 4]}, "serve.batch_sizes=[1, 4]"),
+        ({"max_batch": 8, "batch_sizes": [0, 8]}, "serve.batch_sizes=[0, 8]"),
+        ({"max_batch": 8, "batch_sizes": []}, "serve.batch_sizes=[]"),
     ],
 )
 def test_a_serve_job_that_cannot_run_is_one_line(serve, key):
@@ -78,14 +81,55 @@ def test_a_serve_job_that_cannot_run_is_one_line(serve, key):
     assert str(err.value).startswith(key) and "\n" not in str(err.value)
 
 
-def test_a_task_or_dataset_not_served_yet_is_one_line():
-    for change, words in (
-        ({"model": {"task": "detection", "name": "ssd300"}}, "model.task=detection is not served yet"),
-        ({"dataset": {"name": "imagenet", "path": "/data"}}, "use dataset=synthetic, not imagenet"),
-    ):
-        with pytest.raises(ConfigError) as err:
-            validate(JobConfig.from_dict({"mode": "serve", **change}))
-        assert words in str(err.value) and "\n" not in str(err.value)
+def test_a_bad_batch_size_list_names_the_fix():
+    job = JobConfig.from_dict({"mode": "serve", "serve": {"max_batch": 8, "batch_sizes": [2, 16]}})
+    with pytest.raises(ConfigError) as err:
+        validate(job)
+    assert "largest is serve.max_batch=8" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("max_batch", "sizes", "allowed"),
+    [(64, None, [1, 2, 4, 8, 16, 32, 64]), (6, None, [1, 2, 4, 6]), (1, None, [1]), (8, [8, 2, 2], [2, 8])],
+)
+def test_the_allowed_batch_sizes(max_batch, sizes, allowed):
+    from dlbench.serving.settings import allowed_batch_sizes
+
+    job = JobConfig.from_dict({"mode": "serve", "serve": {"max_batch": max_batch, "batch_sizes": sizes}})
+    validate(job)
+    assert allowed_batch_sizes(job.serve) == allowed
+
+
+def test_a_batch_is_padded_to_the_smallest_allowed_size_with_its_last_sample():
+    from dlbench.serving.loadgen_run import padded
+
+    assert padded([7, 3, 5], [1, 2, 4, 8]) == [7, 3, 5, 5]
+    assert padded([7, 3], [1, 2, 4, 8]) == [7, 3]  # an allowed size: no padding
+    assert padded([9], [4, 8]) == [9, 9, 9, 9]
+
+
+def test_a_dataset_not_served_yet_is_one_line():
+    change = {"dataset": {"name": "imagenet", "path": "/data"}}
+    with pytest.raises(ConfigError) as err:
+        validate(JobConfig.from_dict({"mode": "serve", **change}))
+    assert "use dataset=synthetic, not imagenet" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_batch_of_sentences_is_padded_to_its_longest_rounded_to_the_bucket():
+    from dlbench.serving.loadgen_run import SentenceLibrary
+    from dlbench.workloads.translation.token_batches import BUCKET
+
+    model = {"task": "translation", "name": "transformer", "lengths": "lognormal", "max_len": 64}
+    library = SentenceLibrary(JobConfig.from_dict({"mode": "serve", "model": model}), 64)
+    widths = library.widths
+    short, long = min(range(64), key=widths.__getitem__), max(range(64), key=widths.__getitem__)
+    assert widths[short] < widths[long]
+    for indices in ([short], [short, long]):
+        src, tgt_in = (library.batch(indices).inputs[k] for k in ("src", "tgt_in"))
+        longest = max(max(len(s), len(t)) + 1 for s, t in (library.pairs[i] for i in indices))
+        assert src.shape == tgt_in.shape == (len(indices), -(-longest // BUCKET) * BUCKET)
+    shapes = {library.batch(b).inputs["src"].shape for b in library.warmup_indices(2)}
+    assert shapes == {(2, w) for w in set(widths)}  # the warm-up meets every padded length
 
 
 def _server_trial(service_s: float, bound_ms: float):

@@ -35,8 +35,9 @@ WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait
 # held-out split), train_loss, train_s (training seconds so far, evaluation excluded), eval_s
 EPOCH = "epoch"
 # mode=serve, after LoadGen's test: log_dir (its mlperf_log_* files), t_start, seconds, steps, samples,
-# estimates (the warm-up's latency at batch 1 and samples/s at serve.max_batch), search (Server's
-# peak-rate trials), rows_per_sample (the task's rows in one query sample)
+# padding (samples added to reach an allowed batch size), estimates (the warm-up's latency at the smallest
+# batch size and samples/s at serve.max_batch), search (Server's peak-rate trials), rows_per_sample (the
+# task's rows in one query sample), warmup_sizes and step_sizes (the batch sizes the steps ran at)
 SERVED = "served"
 DONE = "done"  # precision (report), run (run facts), framework_mem_bytes, gflops (forward, per sample)
 ERROR = "error"  # kind (oom|config|crash), message
@@ -117,5 +118,6 @@ SERVE_METRICS = (
     "qps",
     "samples_per_s",
     "serve_batch_mean",  # samples per inference step: what coalescing up to serve.max_batch did
+    "serve_padded_fraction",  # padding samples per answered one: what padding to serve.batch_sizes cost
     "server_peak_qps",  # serve.search=true: the highest Server rate whose p99 met the bound (0: none)
 )

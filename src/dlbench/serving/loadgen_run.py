@@ -5,7 +5,8 @@ built it (eager or compiled as configured) from host samples to host outputs, so
 what a server does with a request: gather its samples, put them on the device, infer, read the answer back.
 LoadGen's StartTest runs in a thread of its own; the main thread (where the framework was set up) answers,
 taking up to serve.max_batch pending samples per step: one per query in SingleStream, a query's samples in
-MultiStream, whatever queued up in Server, chunks of the one big query in Offline.
+MultiStream, whatever queued up in Server, chunks of the one big query in Offline. A step runs padded up to
+one of serve.batch_sizes, so a compiling framework compiles those few shapes only (in the warm-up).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from dlbench.config import JobConfig, ServeConfig
 from dlbench.data.synthetic import HostBatch, synthetic_batch
-from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, QUERY_ROWS, SCENARIOS
+from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, QUERY_ROWS, SCENARIOS, allowed_batch_sizes
 
 NS_PER_MS = 1_000_000
 
@@ -42,15 +43,72 @@ class SampleLibrary:
         pick = lambda arrays: {k: v[idx] for k, v in arrays.items()}  # noqa: E731
         return HostBatch(pick(self.pool.inputs), pick(self.pool.targets), len(indices))
 
+    def warmup_indices(self, size: int) -> list[list[int]]:
+        """The batches the warm-up runs at `size`: one, as every batch of a size has one shape."""
+        return [[i % self.count for i in range(size)]]
+
+
+class SentenceLibrary:
+    """Translation's query sample library: one sample is one synthetic sentence pair (lengths as
+    model.lengths draws them). A step's sentences are padded to the batch's longest side, rounded up to
+    the translation pipeline's BUCKET multiple (a few shapes, each met in the warm-up), and decoded greedily
+    for that many steps, as mode=infer does."""
+
+    rows = 1
+
+    def __init__(self, job: JobConfig, count: int) -> None:
+        from dlbench.workloads.translation.token_batches import bucket, synthetic_pairs
+
+        cfg = job.model
+        length = cfg.max_len - 1 if cfg.lengths == "fixed" else None
+        rng = np.random.default_rng(job.serve.seed)
+        self.pairs = synthetic_pairs(count, cfg.vocab, rng, length=length, max_len=cfg.max_len - 1)
+        self.widths = [bucket(max(len(s), len(t)) + 1) for s, t in self.pairs]  # EOS / BOS added
+        self.count = count
+
+    def batch(self, indices: list[int]) -> HostBatch:
+        from dlbench.workloads.translation.source import host_batch
+        from dlbench.workloads.translation.token_batches import make_batch
+
+        width = max(self.widths[i] for i in indices)
+        return host_batch(make_batch([self.pairs[i] for i in indices], width), train=False)
+
+    def warmup_indices(self, size: int) -> list[list[int]]:
+        """One batch of `size` per padded length the samples have: every shape a step can meet."""
+        first = {w: i for i, w in reversed(list(enumerate(self.widths)))}
+        return [[first[w]] * size for w in sorted(first)]
+
+
+def sample_library(bench: Any, job: JobConfig) -> SampleLibrary | SentenceLibrary:
+    """The task's query sample library: sentences for translation, rows of synthetic inputs otherwise."""
+    if bench.spec.task == "translation":
+        return SentenceLibrary(job, job.serve.sample_count)
+    return SampleLibrary(bench, job.serve.sample_count)
+
+
+def padded(indices: list[int], sizes: list[int]) -> list[int]:
+    """`indices` grown to the smallest allowed size that holds them by repeating the last one: the step
+    runs at a shape it was warmed up (compiled) at; the padding's answers are dropped."""
+    size = next(s for s in sizes if s >= len(indices))
+    return indices + indices[-1:] * (size - len(indices))
+
 
 class Answerer:
     """The system under test: LoadGen's issue callback only queues the samples; `serve_until` answers
-    them on the calling thread, at most `max_batch` per inference step."""
+    them on the calling thread, at most `max_batch` per inference step, each step padded up to one of
+    `sizes`. Counts steps, real samples and padding samples, and the sizes the steps really ran at."""
 
-    def __init__(self, bench: Any, library: SampleLibrary, max_batch: int) -> None:
-        self.bench, self.library, self.max_batch = bench, library, max_batch
+    def __init__(self, bench: Any, library: SampleLibrary | SentenceLibrary, sizes: list[int]) -> None:
+        self.bench, self.library, self.sizes = bench, library, sizes
+        self.max_batch = sizes[-1]
         self.pending: queue.SimpleQueue = queue.SimpleQueue()
-        self.steps = self.samples = 0
+        self.steps = self.samples = self.padding = 0
+        self.ran: set[int] = set()  # the batch sizes bench.predict met
+
+    def step(self, indices: list[int]) -> None:
+        """One inference step on these samples (numpy out: done on the device)."""
+        self.bench.predict(self.library.batch(indices))
+        self.ran.add(len(indices))
 
     def issue(self, query_samples: list) -> None:
         for q in query_samples:
@@ -66,10 +124,12 @@ class Answerer:
         return taken
 
     def answer(self, taken: list[tuple[int, int]]) -> None:
-        self.bench.predict(self.library.batch([index for _, index in taken]))  # numpy: done on the device
-        lg.QuerySamplesComplete([lg.QuerySampleResponse(qid, 0, 0) for qid, _ in taken])
+        batch = padded([index for _, index in taken], self.sizes)
+        self.step(batch)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(qid, 0, 0) for qid, _ in taken])  # real ones only
         self.steps += 1
         self.samples += len(taken)
+        self.padding += len(batch) - len(taken)
 
     def serve_until(self, done: threading.Event) -> None:
         while not (done.is_set() and self.pending.empty()):
@@ -80,28 +140,30 @@ class Answerer:
             self.answer(taken)
 
 
-def warm_up(bench: Any, library: SampleLibrary, max_batch: int, reps: int) -> dict[str, float]:
-    """Every batch size a step can meet (1..max_batch) once, so none is first traced, compiled or bound in
-    the test, then at least 3 timed steps at 1 and at max_batch: the estimates LoadGen is told when the user
-    gives none. The fastest step counts, so that LoadGen plans enough queries for its minimum duration even
-    when the steps get faster once warm. The layer probe has seen a real step by then and is removed."""
-    for size in range(1, max_batch + 1):
-        bench.predict(library.batch(list(range(size))))
-        probe = getattr(bench, "probe", None)
-        if probe is not None and getattr(probe, "active", False):
-            probe.remove()
+def warm_up(answerer: Answerer, reps: int) -> dict[str, float]:
+    """Every allowed batch size once (the only shapes a step meets), so none is first traced, compiled or
+    bound in the test, then at least 3 timed steps at the smallest and at max_batch: the estimates LoadGen
+    is told when the user gives none (a lone query runs at the smallest size). The fastest step counts, so
+    that LoadGen plans enough queries for its minimum duration even when the steps get faster once warm.
+    The layer probe has seen a real step by then and is removed."""
+    bench, sizes = answerer.bench, answerer.sizes
+    for size in sizes:
+        for indices in answerer.library.warmup_indices(size):  # a sentence length's shapes too
+            answerer.step(indices)
+            probe = getattr(bench, "probe", None)
+            if probe is not None and getattr(probe, "active", False):
+                probe.remove()
 
     def fastest(size: int) -> float:
-        batch = list(range(size))
         times = []
         for _ in range(max(reps, 3)):
             t = time.perf_counter()
-            bench.predict(library.batch(batch))
+            answerer.step(answerer.library.warmup_indices(size)[0])
             times.append(time.perf_counter() - t)
         return min(times)
 
-    one, full = fastest(1), fastest(max_batch)
-    return {"latency_1_ms": 1000 * one, "samples_per_s_max_batch": max_batch / full}
+    one, full = fastest(sizes[0]), fastest(sizes[-1])
+    return {"latency_1_ms": 1000 * one, "samples_per_s_max_batch": sizes[-1] / full}
 
 
 def test_settings(serve: ServeConfig, estimates: dict[str, float]) -> lg.TestSettings:
@@ -148,7 +210,7 @@ def one_test(answerer: Answerer, settings: lg.TestSettings, out_dir: Path) -> di
             done.set()
 
     tester = threading.Thread(target=test, name="loadgen", daemon=True)
-    t0, steps, samples = time.time(), answerer.steps, answerer.samples
+    t0, steps, samples, padding = time.time(), answerer.steps, answerer.samples, answerer.padding
     tester.start()
     # A failing step raises out of here: LoadGen's thread, still waiting for answers, dies with the process.
     answerer.serve_until(done)
@@ -161,6 +223,7 @@ def one_test(answerer: Answerer, settings: lg.TestSettings, out_dir: Path) -> di
         "seconds": time.time() - t0,
         "steps": answerer.steps - steps,
         "samples": answerer.samples - samples,
+        "padding": answerer.padding - padding,
     }
 
 
@@ -178,11 +241,12 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
     """Warm up, (Server with serve.search: find the peak rate,) run LoadGen's test, return what the
     `served` event reports (the summary is parsed by the orchestrator from the file itself)."""
     serve = job.serve
-    library = SampleLibrary(bench, serve.sample_count)
+    library = sample_library(bench, job)
+    answerer = Answerer(bench, library, allowed_batch_sizes(serve))
     start = time.perf_counter()
-    estimates = warm_up(bench, library, serve.max_batch, job.schedule.warmup_steps)
-    emit("warmup_done", warmup_s=time.perf_counter() - start, steps=serve.max_batch)
-    answerer = Answerer(bench, library, serve.max_batch)
+    estimates = warm_up(answerer, job.schedule.warmup_steps)
+    emit("warmup_done", warmup_s=time.perf_counter() - start, steps=len(answerer.sizes))
+    warmup_sizes, answerer.ran = sorted(answerer.ran), set()
     settings, search = test_settings(serve, estimates), {}
     if serve.search:
         from dlbench.serving.search import find_peak_qps
@@ -197,4 +261,7 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
         settings.server_target_qps = peak or min(t["qps"] for t in trials)
         search = {"peak_qps": peak, "trials": trials}
     facts = {"estimates": estimates, "search": search, "rows_per_sample": library.rows}
-    return one_test(answerer, settings, out_dir) | facts
+    result = one_test(
+        answerer, settings, out_dir
+    )  # step_sizes: the sizes the test's (and search's) steps ran at
+    return result | facts | {"warmup_sizes": warmup_sizes, "step_sizes": sorted(answerer.ran)}

@@ -28,11 +28,14 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
     metrics = dict(parsed["metrics"])
     if served.get("steps"):  # what batching did: samples per inference step (1 in SingleStream)
         metrics["serve_batch_mean"] = served["samples"] / served["steps"]
+    if served.get("samples"):  # what padding to serve.batch_sizes cost: padding per answered sample
+        metrics["serve_padded_fraction"] = served.get("padding", 0) / served["samples"]
     run.metrics(metrics)
     run.params({f"loadgen.{k}": v for k, v in parsed["settings"].items()})
     estimates = served.get("estimates", {})
     run.params({f"serve.estimate.{k}": f"{v:.4g}" for k, v in estimates.items()})
     run.params({"serve.rows_per_sample": served.get("rows_per_sample", 1)})  # e.g. a user's candidates
+    run.params(_step_sizes(served))
     run.tags({SERVE_VALID_TAG: parsed["valid"], SERVE_SCENARIO_TAG: parsed["scenario"]})
     for name in (SUMMARY_FILE, DETAIL_FILE):
         if (log_dir / name).exists():
@@ -46,6 +49,16 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
         metrics.get("latency_p90_ms", float("nan")), metrics.get("latency_p99_ms", float("nan")), rate,
     )  # fmt: skip
     return metrics
+
+
+def _step_sizes(served: dict[str, Any]) -> dict[str, str]:
+    """The batch sizes the inference step really ran at, in the warm-up and in LoadGen's test: each one a
+    shape a compiling framework compiled, so a size outside serve.batch_sizes would show here."""
+    join = lambda sizes: ",".join(map(str, sizes))  # noqa: E731
+    return {
+        "serve.warmup_sizes": join(served.get("warmup_sizes", [])),
+        "serve.step_sizes": join(served.get("step_sizes", [])),
+    }
 
 
 def _record_search(run: Any, search: dict[str, Any], folder: Path) -> None:

@@ -15,16 +15,38 @@ SCENARIOS = {
     "offline": "Offline",
 }
 # The tasks served so far, and how many of the task's rows one LoadGen query sample is: one image; one
-# user's candidate list (the held-out item and the 100 negatives HR@10 ranks it among). Detection and
-# translation (one sentence, greedy decode) are not served yet.
-QUERY_ROWS = {"classification": 1, "recommendation": 101}
+# user's candidate list (the held-out item and the 100 negatives HR@10 ranks it among); one image for
+# detection (the forward pass, with model.postprocess=true box decoding and NMS too); one sentence for
+# translation (greedy decoding, the batch padded to its longest sentence).
+QUERY_ROWS = {"classification": 1, "recommendation": 101, "detection": 1, "translation": 1}
 SERVED_TASKS = tuple(QUERY_ROWS)
 DEFAULT_LATENCY_BOUND_MS = 100.0  # server: a bound must be given to LoadGen; MLPerf's ResNet-50 one is 15 ms
 
 
+def allowed_batch_sizes(serve: Any) -> list[int]:
+    """The batch sizes an inference step runs at, ascending: serve.batch_sizes, or (null) the powers of two
+    below serve.max_batch and max_batch itself. A compiling framework (jax.jit, TF XLA, torch.compile)
+    compiles once per shape, so a server pads a taken batch up to one of a few sizes (TF Serving's
+    allowed_batch_sizes, Triton's preferred batch sizes) instead of compiling every size 1..max_batch."""
+    if serve.batch_sizes is not None:
+        return sorted(set(serve.batch_sizes))
+    sizes, size = [], 1
+    while size < serve.max_batch:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, serve.max_batch]
+
+
+def _batch_sizes_ok(serve: Any) -> bool:
+    """An explicit list is positive sizes whose largest is max_batch (a taken batch of max_batch samples
+    must fit one size, and no size is ever filled beyond what a step takes)."""
+    sizes = serve.batch_sizes
+    return sizes is None or (bool(sizes) and min(sizes) >= 1 and max(sizes) == serve.max_batch)
+
+
 def serve_problems(serve: Any, task: str, dataset: str) -> list[tuple[bool, str]]:
-    """(ok, one-line message) pairs for config.validate: an unknown scenario, an impossible bound or count,
-    a task or dataset this stage cannot serve."""
+    """(ok, one-line message) pairs for config.validate: an unknown scenario, an impossible bound, count or
+    batch size list, a task or dataset this stage cannot serve."""
     s = serve
     return [
         (
@@ -40,6 +62,11 @@ def serve_problems(serve: Any, task: str, dataset: str) -> list[tuple[bool, str]
             f"mode=serve answers synthetic samples only; use dataset=synthetic, not {dataset}",
         ),
         (s.max_batch >= 1, f"serve.max_batch={s.max_batch}: use 1 or more"),
+        (
+            _batch_sizes_ok(s),
+            f"serve.batch_sizes={s.batch_sizes}: list sizes of 1 or more whose largest is "
+            f"serve.max_batch={s.max_batch} (or null: the powers of two up to it, and it)",
+        ),
         (s.min_duration_s >= 0, f"serve.min_duration_s={s.min_duration_s}: use 0 or more seconds"),
         (
             s.max_duration_s is None or s.max_duration_s >= s.min_duration_s,

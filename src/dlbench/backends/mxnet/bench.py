@@ -153,10 +153,7 @@ class MXNetBench(SpecBench):
         the workload's eval): outside autograd.record, i.e. predict mode, in the job's precision."""
         inputs = self._cast_inputs(self._to_device(host)).inputs
         out = self.family.infer(self.net, inputs)
-        outs = tuple(
-            o if isinstance(o, np.ndarray) else mx.nd.amp_cast(o, dtype=np.float32).asnumpy()  # numpy: ids
-            for o in as_outputs(out)
-        )
+        outs = tuple(_float32_host(o) for o in as_outputs(out))
         return outs[0] if len(outs) == 1 else outs
 
     # ---- the step ------------------------------------------------------------------------------
@@ -226,3 +223,14 @@ class MXNetBench(SpecBench):
     def close(self) -> None:
         mx.nd.waitall()
         super().close()
+
+
+def _float32_host(out: Any) -> np.ndarray:
+    """One output as float32 numpy (a numpy one, e.g. decoded ids, as it is). amp_cast casts floating
+    arrays only: MKLDNN refuses an integer one (SSD's NMS labels, model.postprocess=true), so that one is
+    read back first and cast by numpy."""
+    if isinstance(out, np.ndarray):
+        return out
+    if np.issubdtype(np.dtype(out.dtype), np.floating):
+        return mx.nd.amp_cast(out, dtype=np.float32).asnumpy()
+    return out.asnumpy().astype(np.float32)
