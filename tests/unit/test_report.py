@@ -44,9 +44,11 @@ def log_job(
     series: list[dict[str, float]] | None = None,
     repeats: int = 1,
     knobs: dict | None = None,
+    params: dict[str, str] | None = None,
 ) -> str:
     """One job run as the orchestrator writes it; what = "framework model precision mode",
-    tput = (p05, median, p95); knobs = the framework's own keys (e.g. {"compile": True})."""
+    tput = (p05, median, p95); knobs = the framework's own keys (e.g. {"compile": True}); params: logged
+    over the config's (e.g. {"serve.scenario": "server"} or LoadGen's "loadgen.*")."""
     framework, model, precision, mode = what.split()
     job = JobConfig.from_dict(
         {
@@ -60,7 +62,7 @@ def log_job(
     run = RunLogger.create(
         client, experiment_id, f"{framework}-{model}-{precision}-{mode}", parent_id, {"dlbench.kind": "job"}
     )
-    run.params(flatten(job.to_dict()) | {"batch_size": job.batch_size})
+    run.params(flatten(job.to_dict()) | {"batch_size": job.batch_size} | (params or {}))
     values = {"warmup_s": 4.0, "cpu_util_mean": 30.0, "startup_s": 2.0, "host_rss_mib_max": 900.0}
     if tput is not None:
         values |= {"throughput_p05": tput[0], "throughput": tput[1], "throughput_p95": tput[2]}

@@ -35,3 +35,28 @@ def test_serve_runs_get_a_latency_table_per_scenario(tmp_path):
         and chart.stat().st_size > 0
         and "](latency-resnet_cifar-single_stream.png)" in md
     )
+
+
+def test_server_runs_at_several_rates_are_rows_and_a_p99_against_rate_chart(tmp_path):
+    """A sweep over serve.target_qps keeps one row per rate (not the newest run of the cell) and draws p99
+    against the rate LoadGen offered, with its bound."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(
+        client, eid, "framework=tf,torch mode=serve serve.scenario=server serve.target_qps=100,400"
+    )
+    for fw in ("tf", "torch"):
+        for qps, p99 in ((100.0, 8.0), (400.0, 40.0)):
+            params = {"loadgen.target_qps": str(qps), "loadgen.target_latency_ns": "100000000"}
+            params["serve.scenario"] = "server"
+            metrics = SERVED | {"latency_p99_ms": p99, "samples_per_s": qps, "serve_batch_mean": 2.0}
+            log_job(client, eid, sweep.run_id, f"{fw} resnet_cifar fp32 serve", None, metrics=metrics,
+                    tags={"serve.valid": "VALID"}, params=params)  # fmt: skip
+    sweep.finish("FINISHED")
+    report = build_report(client, uri, tmp_path / "out", run_id=sweep.run_id)
+    md = report.markdown.read_text()
+    section = md.split("## resnet_cifar serving, server", 1)[1].split("\n## ", 1)[0]
+    assert sum(line.startswith(("| tf", "| torch")) for line in section.splitlines()) == 4
+    assert "| 40.00 |" in section and "| 8.00 |" in section
+    chart = report.out_dir / "qps-resnet_cifar.png"
+    assert chart in report.files and chart.stat().st_size > 0 and "](qps-resnet_cifar.png)" in md

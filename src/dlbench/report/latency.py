@@ -54,6 +54,7 @@ def analyze_latency(jobs: list[JobRow]) -> LatencyAnalysis:
                 j.precision,
                 j.execution,
                 j.serve.get("max_batch"),
+                j.serve.get("target_qps"),  # a Server sweep over rates: one row per rate
             )
             newest[cell] = j
     out = LatencyAnalysis()
@@ -108,9 +109,47 @@ def cdf_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def _number(text: str | None) -> float:
+    try:
+        return float(text) if text is not None else math.nan
+    except ValueError:
+        return math.nan
+
+
+def qps_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
+    """Server: p99 latency against the rate LoadGen offered (its target_qps), one line per framework,
+    precision, execution mode and batching, with the p99 bound; None unless some line has two rates."""
+    lines: dict[tuple, list[tuple[float, float]]] = {}
+    bounds = set()
+    for j in rows:
+        qps, p99 = _number(j.serve.get("target_qps")), j.metric("latency_p99_ms")
+        if not (math.isnan(qps) or math.isnan(p99)):
+            key = (j.framework, j.precision, j.execution, j.serve.get("max_batch", "?"))
+            lines.setdefault(key, []).append((qps, p99))
+            bounds.add(_number(j.serve.get("target_latency_ns")) / 1e6)
+    if not any(len(points) > 1 for points in lines.values()):
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    for i, (key, points) in enumerate(sorted(lines.items())):
+        fw, precision, mode, batch = key
+        ax.plot(*zip(*sorted(points), strict=True), marker="o", ms=3, label=f"{fw} {precision} {mode} b{batch}",
+                color=_color(FRAMEWORK_COLORS, fw, i))  # fmt: skip
+    for bound in sorted(b for b in bounds if not math.isnan(b)):
+        ax.axhline(bound, color="grey", ls="--", lw=1, label=f"p99 bound {bound:g} ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("offered rate (LoadGen's target_qps, queries/s)")
+    ax.set_ylabel("p99 latency (ms)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
 def latency_blocks(analysis: LatencyAnalysis, out_dir: Path | None = None) -> list[Block]:
-    """One block per (model, scenario): the percentile table per framework and execution mode, and the
-    latency CDF drawn through the percentiles when out_dir is given."""
+    """One block per (model, scenario): the percentile table per framework and execution mode, the
+    latency CDF drawn through the percentiles and, for Server runs at several rates, p99 against the
+    offered rate, when out_dir is given."""
     blocks = []
     for (model, scenario), rows in analysis.groups.items():
         block = Block(f"{model} serving, {scenario}")
@@ -124,6 +163,9 @@ def latency_blocks(analysis: LatencyAnalysis, out_dir: Path | None = None) -> li
         block.tables.append(Table(f"latency-{model}-{scenario}", "latency", headers, [_row(j) for j in rows]))
         title = f"{model} {scenario}: latency CDF"
         if out_dir and (png := cdf_chart(rows, title, out_dir / f"latency-{model}-{scenario}.png")):
+            block.images.append(Image(png, title))
+        title = f"{model} Server: p99 against the offered rate"
+        if out_dir and scenario == "server" and (png := qps_chart(rows, title, out_dir / f"qps-{model}.png")):
             block.images.append(Image(png, title))
         blocks.append(block)
     return blocks

@@ -323,6 +323,9 @@ def _serve_facts(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]
     if params.get("mode") != "serve":
         return {}
     facts = {"scenario": params.get("serve.scenario", "?"), "max_batch": params.get("serve.max_batch", "?")}
+    # what LoadGen ran with ("Test Parameters Used"): Server's offered rate and its p99 bound
+    loadgen = {"target_qps": "loadgen.target_qps", "target_latency_ns": "loadgen.target_latency_ns"}
+    facts |= {name: params[key] for name, key in loadgen.items() if key in params}
     return facts | {"valid": tags.get(SERVE_VALID_TAG, "?")}
 
 
