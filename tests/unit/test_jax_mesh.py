@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from dlbench.backends.jax.bench import JaxBench
 from dlbench.config import JobConfig
-from dlbench.errors import BackendUnavailable
+from dlbench.errors import BackendUnavailable, ConfigError
 
 job = {
     "framework": {"name": "jax"}, "device": "cpu", "threads": 1, "devices": 2,
@@ -61,6 +61,11 @@ try:
     out["three"] = "built"
 except BackendUnavailable as exc:
     out["three"] = str(exc)
+try:
+    JaxBench(JobConfig.from_dict(job | {"model": {"task": "translation", "name": "transformer"}}))
+    out["varying"] = "built"
+except ConfigError as exc:
+    out["varying"] = str(exc)
 print("STATS " + json.dumps(out))
 """
 
@@ -92,6 +97,10 @@ def test_the_weights_stay_replicated_and_equal_one_device_on_the_global_batch(go
 def test_more_devices_than_jax_sees_is_refused_in_one_line(got: dict) -> None:
     assert got["three"].startswith("devices=3: jax") and "sees 2 cpu device(s)" in got["three"]
     assert "\n" not in got["three"]
+
+
+def test_a_task_with_its_own_varying_batches_is_refused_in_one_line(got: dict) -> None:
+    assert got["varying"].startswith("devices=2 framework=jax: several devices take synthetic data")
 
 
 def test_host_devices_are_asked_for_after_the_users_flags_only_on_several_devices() -> None:
