@@ -228,8 +228,9 @@ class JobConfig:
     threads: int | None = None
     # eager | compiled: the framework-neutral execution mode (core/execution.py); null = framework knobs.
     execution: str | None = None
-    # Data-parallel ranks of one job (torch only for now): schedule.batch_size is per device, each rank
-    # trains on its own batch, so the global batch is batch_size x devices (as torchrun scripts mean it).
+    # Data-parallel training of one job (torch: ranks; jax: one process over a mesh): schedule.batch_size is
+    # per device, each device trains on its own batch, so the global batch is batch_size x devices (as
+    # torchrun scripts mean it).
     devices: int = 1
 
     @property
@@ -364,12 +365,14 @@ def validate(job: JobConfig) -> None:
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 
 
-MULTI_DEVICE_FRAMEWORKS = ("torch",)  # data-parallel ranks are built for these frameworks so far
+# Data-parallel training is built for these so far: torch as ranks, JAX as one process over a device mesh
+MULTI_DEVICE_FRAMEWORKS = ("torch", "jax")
 
 
 def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
-    """devices: a whole number >= 1; more than one only where ranks are built (torch, mode=train), so
-    a sweep over devices refuses the other cells in one line each instead of running them on one."""
+    """devices: a whole number >= 1; more than one only where data parallelism is built (torch, jax;
+    mode=train), so a sweep over devices refuses the other cells in one line each instead of running them
+    on one."""
     n = job.devices
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         return [(False, f"devices={n!r}: use a whole number, 1 or more")]

@@ -1,5 +1,6 @@
 """A job on two devices through the real CLI: torch ranks over gloo on the CPU, recorded, reported, and
-gone after a SIGTERM to the sweep."""
+gone after a SIGTERM to the sweep; JAX's one process over a mesh of two host devices, recorded and
+reported."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import signal
 import psutil
 import pytest
 
+from dlbench.backends.interpreter import worker_python
+from dlbench.config import JaxConfig
+from dlbench.errors import ConfigError
 from tests.conftest import TINY
 from tests.e2e.test_cli import children_of, sweep_parent, workers_under
 from tests.e2e.test_trust import Started
@@ -34,6 +38,30 @@ def test_a_sweep_over_devices_records_both_runs_and_reports_the_scaling(cli):
     report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
     assert "## Scaling over devices" in report
     assert "torch resnet_cifar fp32 train: 2 devices" in report and "scaling efficiency" in report
+
+
+def test_a_jax_sweep_over_devices_runs_one_process_over_a_mesh_and_reports_the_scaling(cli):
+    try:
+        worker_python(JaxConfig())
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    res = cli.run(["framework=jax", "threads=1", *TINY, "devices=1,2"], timeout=900)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    runs = cli.runs()
+    kids = {r.data.params["devices"]: r for r in children_of(runs, sweep_parent(runs).info.run_id)}
+    assert sorted(kids) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["throughput"] > 0 for r in kids.values())
+    one, two = kids["1"].data.params, kids["2"].data.params
+    assert int(two["global_batch_size"]) == 2 * int(two["batch_size"]) == 2 * int(one["batch_size"])
+    assert "ranks.backend" not in one and "mesh_devices" not in str(one)
+    assert two["ranks.backend"] == "jax.sharding" and two["ranks.world_size"] == "2"
+    assert two["ranks.mesh_devices"] == "cpu:0,cpu:1"
+    # one process for both devices on the job's one CPU: XLA's pool has a thread per host device
+    assert one["threads.intra_op"] == "1" and two["threads.intra_op"] == "2"
+    assert len(workers_under(cli.tmp)) == 0
+    report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
+    assert "## Scaling over devices" in report
+    assert "jax resnet_cifar fp32 train: 2 devices" in report and "scaling efficiency" in report
 
 
 def _ranks_under(cli) -> list[psutil.Process]:

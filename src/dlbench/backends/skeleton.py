@@ -131,6 +131,9 @@ class SpecBench:
     and close, and extend run_facts."""
 
     device: str = "cpu"
+    # Devices this process feeds in one step (JAX's mesh): its batch is that many per-device batches, one
+    # after another. 1 for one device, and for each rank of a job whose devices are processes (torch).
+    local_devices: int = 1
 
     def __init__(self, job: JobConfig) -> None:
         self.job = job
@@ -175,6 +178,11 @@ class SpecBench:
 
     def units(self) -> int:
         return self.source.units if self.source else 0
+
+    def ranks_facts(self) -> dict[str, Any]:
+        """What a bench driving several devices from this one process records as `ranks.*` (JAX's mesh);
+        {} otherwise (torch's ranks record theirs from the process group, backends/torch/ranks.py)."""
+        return {}
 
     def warmup_steps(self, requested: int) -> int:
         """Warm-up steps: at least one per batch shape of a source that announces its shapes (they come

@@ -26,11 +26,15 @@ def resolve(threads: int | None) -> int:
     return threads if threads else available_cpus()
 
 
-def rank_threads(threads: int | None, devices: int) -> int | None:
+# Frameworks that drive all of a job's devices from one process (JAX: one mesh), so its threads are not split.
+ONE_PROCESS = ("jax",)
+
+
+def rank_threads(threads: int | None, devices: int, framework: str) -> int | None:
     """The threads each rank of a job gets: the job's count (null: the affinity's CPUs) split evenly
     between its `devices` ranks, at least one each, so two ranks on two cores do not oversubscribe them.
-    One device keeps the setting as it is."""
-    if devices == 1:
+    One device, or a framework that runs every device in one process (ONE_PROCESS), keeps the setting."""
+    if devices == 1 or framework in ONE_PROCESS:
         return threads
     return max(1, resolve(threads) // devices)
 
@@ -46,13 +50,14 @@ def thread_env(framework: str, threads: int | None) -> dict[str, str]:
     return _module(framework).env(resolve(threads))
 
 
-def worker_env(framework: str, threads: int | None) -> dict[str, str]:
+def worker_env(framework: str, threads: int | None, devices: int = 1) -> dict[str, str]:
     """The worker's environment beyond ours: the thread settings, plus what a framework's `environment`
-    module asks for before its import (JAX: no up-front GPU memory reservation)."""
+    module asks for before its import (JAX: no up-front GPU memory reservation, and for devices>1 that
+    many host devices on the CPU)."""
     out = thread_env(framework, threads)
     name = f"dlbench.backends.{PACKAGES.get(framework, '')}.environment"
     if framework in PACKAGES and importlib.util.find_spec(name) is not None:
-        out |= importlib.import_module(name).env()
+        out |= importlib.import_module(name).env(devices)
     return out
 
 

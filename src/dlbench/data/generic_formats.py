@@ -17,12 +17,17 @@ def _no_check(job: Any) -> dict[str, Any]:
 
 def open_synthetic(bench: Any, to_device: Callable[[Any], Any]) -> Any:
     """The spec's numpy batches, put on the device once, before timing, and cycled."""
-    from dlbench.data.synthetic import PoolSource, synthetic_pool
+    from dlbench.data.synthetic import PoolSource, concat_batches, synthetic_pool
 
     job = bench.job
-    seed = job.data.shard_id if job.devices > 1 else 0  # a rank's own batch (backends/torch/ranks.py)
-    pool = synthetic_pool(bench.spec, job.batch_size, job.mode == "train", seed=seed)
-    return PoolSource([to_device(b) for b in pool])
+    if bench.local_devices > 1:  # one process feeds them all (JAX): device d its own batch, seed d
+        seeds = list(range(bench.local_devices))
+    else:  # a rank's own batch (backends/torch/ranks.py)
+        seeds = [job.data.shard_id if job.devices > 1 else 0]
+    pools = [synthetic_pool(bench.spec, job.batch_size, job.mode == "train", seed=s) for s in seeds]
+    return PoolSource(
+        [to_device(concat_batches(list(per_device))) for per_device in zip(*pools, strict=True)]
+    )
 
 
 def open_dali(bench: Any, to_device: Callable[[Any], Any]) -> Any:

@@ -53,6 +53,19 @@ def synthetic_pool(spec: TaskSpec, batch_size: int, train: bool, seed: int = 0) 
     return [synthetic_batch(spec, batch_size, seed)]
 
 
+def concat_batches(batches: list[HostBatch]) -> HostBatch:
+    """The batches one after another on the leading axis, as one batch: what a process feeding several
+    devices at once (JAX's mesh) steps on, each device getting its own batch back as its shard."""
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    return HostBatch(
+        {k: np.concatenate([b.inputs[k] for b in batches]) for k in first.inputs},
+        {k: np.concatenate([b.targets[k] for b in batches]) for k in first.targets},
+        sum(b.units for b in batches),
+    )
+
+
 class PoolSource:
     """The synthetic source: batches put on the device once, before timing, handed out in turn (usually
     one batch, reused at every step; a task with TaskSpec.synthetic_pool gets fresh ids each step).

@@ -1,4 +1,5 @@
-"""The JAX Bench: the task's Flax network, loss, Optax optimizer, input and precision on one device.
+"""The JAX Bench: the task's Flax network, loss, Optax optimizer, input and precision on one device, or
+on a mesh of N local devices for devices=N (backends/jax/mesh.py: the batch sharded, the state replicated).
 
 The train step is one pure function of (variables, optimizer state, loss scale, PRNG key) and the batch,
 `jax.jit`-compiled (framework.jit) with that state's buffers donated to its outputs (framework.donate), so
@@ -17,14 +18,16 @@ import numpy as np
 import optax
 
 from dlbench.backends.jax.family import JaxFamily, Network, channels_last, example_inputs
+from dlbench.backends.jax.mesh import DataMesh, mesh_devices
 from dlbench.backends.jax.optimizers import make_optimizer
 from dlbench.backends.jax.precision import JaxPrecision, LayerProbe, dtype_name
 from dlbench.backends.skeleton import SpecBench
 from dlbench.config import JobConfig
 from dlbench.core.bench import Batch
 from dlbench.core.precision import plan_precision
+from dlbench.data.registry import SYNTHETIC, data_format
 from dlbench.data.synthetic import HostBatch
-from dlbench.errors import BackendUnavailable
+from dlbench.errors import BackendUnavailable, ConfigError
 
 
 def pick_device(requested: str) -> jax.Device:
@@ -55,6 +58,11 @@ class JaxBench(SpecBench):
         super().__init__(job)
         self.dev = pick_device(job.device)
         jax.config.update("jax_default_device", self.dev)
+        # devices>1: one process drives them all; None keeps the one-device path as it was
+        self.mesh = DataMesh(mesh_devices(self.dev, job.devices)) if job.devices > 1 else None
+        self.local_devices = job.devices
+        if self.mesh is not None:
+            self._check_mesh_data()
         on_gpu = self.dev.platform == "gpu"
         self.device = f"cuda:{self.dev.id}" if on_gpu else "cpu"
         self.prec = JaxPrecision(plan_precision(job.precision, "cuda" if on_gpu else "cpu"))
@@ -66,7 +74,7 @@ class JaxBench(SpecBench):
         init = jax.jit(lambda k, xs: family.init(module, k, xs))
         self.net = Network(module, init(init_key, example_inputs(self.spec, np.float32)))
         self.seed_weights(self.net)
-        self.net.variables = jax.device_put(self.net.variables, self.dev)
+        self.net.variables = self._place(self.net.variables)
         self.family_facts = family.run_facts(self.net)
         self.probe = LayerProbe()
         self.loss_fn = family.loss(self.spec)
@@ -76,11 +84,9 @@ class JaxBench(SpecBench):
             opt_state = self.tx.init(self.net.params)
             # all of it committed to the device: the first step's inputs then look like every later
             # step's outputs, and jit compiles once (an uncommitted optimizer state compiled it twice)
-            self.carry = jax.device_put(
-                (self.net.variables, opt_state, self.prec.loss_scale(), key), self.dev
-            )
+            self.carry = self._place((self.net.variables, opt_state, self.prec.loss_scale(), key))
             donate = (0,) if fw.donate else ()
-            self._train = jax.jit(self._train_step, donate_argnums=donate) if fw.jit else self._train_step
+            self._train = self._jit_train(donate) if fw.jit else self._train_step
         jit_infer = fw.jit and not family.eager_infer
         family.compile_infer(bool(fw.jit))
         self._infer = jax.jit(self._infer_step) if jit_infer else self._infer_step
@@ -88,13 +94,38 @@ class JaxBench(SpecBench):
         self._loss: jax.Array | None = None
         self._out: Any = None
 
+    # ---- devices -------------------------------------------------------------------------------
+    def _place(self, tree: Any) -> Any:
+        """State committed to the job's device, or replicated on every device of the mesh."""
+        return jax.device_put(tree, self.dev) if self.mesh is None else self.mesh.replicate(tree)
+
+    def _jit_train(self, donate: tuple[int, ...]) -> Any:
+        if self.mesh is None:
+            return jax.jit(self._train_step, donate_argnums=donate)
+        return self.mesh.jit_step(self._train_step, donate)
+
+    def _check_mesh_data(self) -> None:
+        """A mesh's step takes the N per-device batches as one global batch; that is built for the
+        synthetic pool (data/generic_formats.open_synthetic), not yet for a task's own varying batches
+        or a dataset: one line instead of a run on wrongly sized batches."""
+        fmt = data_format(self.job)
+        if fmt.name != SYNTHETIC or self.spec.batches is not None:
+            raise ConfigError(
+                f"devices={self.job.devices} framework=jax: several devices take synthetic data of one "
+                f"batch shape for now (model={self.job.model.name}, data={fmt.name}); use devices=1 or "
+                "framework=torch"
+            )
+
+    def ranks_facts(self) -> dict[str, Any]:
+        return self.mesh.facts() if self.mesh is not None else {}
+
     # ---- data ----------------------------------------------------------------------------------
     def _array(self, array: np.ndarray, is_float: bool, layout: str | None) -> jax.Array:
         if is_float:
             array = channels_last(array, layout).astype(self.prec.param_dtype)
         elif array.dtype == np.int64:  # JAX computes in 32 bits unless x64 is enabled
             array = array.astype(np.int32)
-        return jax.device_put(array, self.dev)
+        return jax.device_put(array, self.dev) if self.mesh is None else self.mesh.shard(array)
 
     def _to_device(self, host: HostBatch) -> Batch:
         spec = self.spec

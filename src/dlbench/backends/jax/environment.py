@@ -3,6 +3,11 @@
 XLA's GPU client grabs 75% of the GPU's memory when it starts unless XLA_PYTHON_CLIENT_PREALLOCATE is
 false: the telemetry's memory column would then show the reservation, not what the job used, and would not
 compare with TensorFlow's (which grows on demand in dlbench). A value the user set is left as it is.
+
+devices=N (N > 1) on the CPU: XLA's CPU client shows one device unless XLA_FLAGS asks for more host
+devices when it starts, so `--xla_force_host_platform_device_count=N` is appended to the XLA_FLAGS the
+user set (kept as they are; a count already given there wins). It changes nothing on a GPU, whose devices
+are the local GPUs.
 """
 
 from __future__ import annotations
@@ -10,7 +15,17 @@ from __future__ import annotations
 import os
 
 PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+HOST_DEVICES = "--xla_force_host_platform_device_count"
 
 
-def env() -> dict[str, str]:
-    return {} if PREALLOCATE in os.environ else {PREALLOCATE: "false"}
+def env(devices: int = 1) -> dict[str, str]:
+    out = {} if PREALLOCATE in os.environ else {PREALLOCATE: "false"}
+    return out | host_devices(devices, os.environ.get("XLA_FLAGS", ""))
+
+
+def host_devices(devices: int, flags: str) -> dict[str, str]:
+    """XLA_FLAGS with N host devices for devices=N > 1 (the user's flags first); nothing for one device or
+    when the user's flags already set a count."""
+    if devices == 1 or HOST_DEVICES in flags:
+        return {}
+    return {"XLA_FLAGS": f"{flags} {HOST_DEVICES}={devices}".strip()}
