@@ -225,8 +225,8 @@ class JobConfig:
     threads: int | None = None
     # eager | compiled: the framework-neutral execution mode (core/execution.py); null = framework knobs.
     execution: str | None = None
-    # Data-parallel ranks of one job (torch only for now): schedule.batch_size is per device, each rank
-    # trains on its own batch, so the global batch is batch_size x devices (as torchrun scripts mean it).
+    # Data-parallel training of one job (torch: ranks; tf: MirroredStrategy): schedule.batch_size is per
+    # device, each rank (replica) trains on its own batch, so the global batch is batch_size x devices.
     devices: int = 1
 
     @property
@@ -361,12 +361,18 @@ def validate(job: JobConfig) -> None:
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 
 
-MULTI_DEVICE_FRAMEWORKS = ("torch",)  # data-parallel ranks are built for these frameworks so far
+# data-parallel training is built for these frameworks so far (torch: ranks; tf: MirroredStrategy)
+MULTI_DEVICE_FRAMEWORKS = (
+    "torch",
+    "tf",
+)
 
 
 def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
-    """devices: a whole number >= 1; more than one only where ranks are built (torch, mode=train), so
-    a sweep over devices refuses the other cells in one line each instead of running them on one."""
+    """devices: a whole number >= 1; more than one only where data-parallel training is built (torch, tf;
+    mode=train), so a sweep over devices refuses the other cells in one line each instead of running them
+    on one. TF's XLA step cannot run mirrored here (the compiled replica function cannot reach the other
+    replicas' variables on logical CPU devices), so framework.xla with devices>1 is refused too."""
     n = job.devices
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         return [(False, f"devices={n!r}: use a whole number, 1 or more")]
@@ -378,6 +384,10 @@ def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
             f"framework={' or '.join(MULTI_DEVICE_FRAMEWORKS)}",
         ),
         (n == 1 or job.mode == "train", f"devices={n}: mode={job.mode} runs on one device; use mode=train"),
+        (
+            n == 1 or fw != "tf" or not getattr(job.framework, "xla", False),
+            f"devices={n}: framework=tf with framework.xla=true runs on one device; use framework.xla=false",
+        ),
     ]
 
 

@@ -158,7 +158,7 @@ class JobRunner:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.sampler: Sampler | None = None
         # What the framework must find in its environment before it starts (thread pools, GPU memory).
-        threads = rank_threads(job.threads, job.devices)  # devices>1: each rank's share
+        threads = rank_threads(job.threads, job.devices, job.framework.name)  # devices>1: each rank's share
         self.worker_env = worker_env(job.framework.name, threads) if job.mode != "data" else {}
         self.recording = JobRecording(job, ctx.label, self.dir, self.worker_env)
 

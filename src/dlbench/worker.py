@@ -25,7 +25,7 @@ from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
-    from dlbench.backends.threads import apply_threads, rank_threads, worker_env
+    from dlbench.backends.threads import ONE_PROCESS_FRAMEWORKS, apply_threads, rank_threads, worker_env
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
@@ -95,7 +95,9 @@ def run(
         from dlbench.data import bench as backend
     else:
         # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
-        share = rank_threads(job.threads, job.devices)  # devices>1: this rank's share of the threads
+        share = rank_threads(
+            job.threads, job.devices, job.framework.name
+        )  # devices>1: this rank's share of the threads
         os.environ.update(worker_env(job.framework.name, share))
         backend = load_backend(job.framework.name)
         threads = apply_threads(job.framework.name, share)
@@ -110,8 +112,9 @@ def run(
 
 def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> Any:
     """devices>1: this process's RankGroup (torch.distributed, backends/torch/ranks.py), after rank 0
-    has started the other ranks; None on one device, where nothing of this is imported."""
-    if job.devices == 1:
+    has started the other ranks; None on one device, where nothing of this is imported, and for a
+    framework that drives all the devices from this one process (tf: its bench's MirroredStrategy)."""
+    if job.devices == 1 or job.framework.name in ONE_PROCESS_FRAMEWORKS:
         return None
     from dlbench.backends.torch.ranks import RankGroup
 
@@ -141,7 +144,7 @@ def _run_bench(
         batch_size=job.batch_size,
         versions=_versions(backend, job),
         threads=threads,
-        **({"ranks": group.facts} if group is not None else {}),
+        **({"ranks": ranks} if (ranks := _ranks_facts(bench, group)) else {}),
     )
     try:
         fault = {"abort": os.abort, "hang": _hang}.get(job.debug.fault)
@@ -169,6 +172,15 @@ def _run_bench(
         emit.emit(events.DONE, precision=precision, run=run_facts, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
+
+
+def _ranks_facts(bench: Any, group: Any) -> dict[str, Any]:
+    """What the job's devices ran as: the RankGroup's facts (torch), else the bench's own (tf's strategy);
+    {} on one device."""
+    if group is not None:
+        return group.facts
+    own = getattr(bench, "ranks_facts", None)
+    return own() if own is not None else {}
 
 
 def _hang() -> None:

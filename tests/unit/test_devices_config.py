@@ -15,8 +15,9 @@ from dlbench.tracking.resume import config_hash
     [
         ({"devices": 0}, "devices=0: use a whole number, 1 or more"),
         ({"devices": -2}, "devices=-2: use a whole number, 1 or more"),
-        ({"devices": 2, "framework": {"name": "tf"}}, "framework=tf runs on one device for now"),
-        ({"devices": 2, "framework": {"name": "jax"}}, "several devices: framework=torch"),
+        ({"devices": 2, "framework": {"name": "mxnet"}}, "framework=mxnet runs on one device for now"),
+        ({"devices": 2, "framework": {"name": "jax"}}, "several devices: framework=torch or tf"),
+        ({"devices": 2, "framework": {"name": "tf", "xla": True}}, "framework.xla=true runs on one device"),
         ({"devices": 2, "mode": "infer"}, "devices=2: mode=infer runs on one device; use mode=train"),
         ({"devices": 2, "mode": "converge"}, "mode=converge runs on one device"),
     ],
@@ -45,6 +46,17 @@ def test_torch_training_on_two_devices_is_valid_and_its_batch_is_per_device(comp
 def test_ranks_split_the_threads_and_one_device_keeps_the_setting():
     assert rank_threads(None, 1) is None and rank_threads(3, 1) == 3
     assert rank_threads(4, 2) == 2 and rank_threads(1, 2) == 1 and rank_threads(5, 2) == 2
+
+
+def test_tf_on_two_devices_is_valid_and_keeps_its_threads_in_its_one_process(compose):
+    from omegaconf import OmegaConf
+
+    job = JobConfig.from_dict(
+        OmegaConf.to_container(compose(["framework=tf", "devices=2", "schedule.batch_size=8"]), resolve=True)
+    )
+    validate(job)
+    assert job.global_batch_size == 16
+    assert rank_threads(4, 2, "tf") == 4 and rank_threads(None, 2, "tf") is None
 
 
 def test_one_device_keeps_the_digest_of_runs_made_before_devices_existed():

@@ -1,8 +1,8 @@
 """Scaling over devices: how much of N times one device's throughput a data-parallel job reaches.
 
 Scaling efficiency = N-device throughput / (N x 1-device throughput), for runs of one sweep that differ
-only in `devices` (and in the threads each rank got: the ranks split the job's CPU threads, so the
-threads.* params differ by design). Both throughputs are the job's: summed over its ranks, at the same
+only in `devices` (and in the threads each rank got: torch's ranks split the job's CPU threads, so the
+threads.* params differ by design; tf's replicas share one process's threads). Both throughputs are the job's: summed over its ranks, at the same
 per-device batch. The section appears only when the runs hold a job on more than one device.
 """
 
@@ -62,7 +62,8 @@ def scaling_block(analysis: Analysis) -> Block | None:
     b.paragraphs.append(
         "Scaling efficiency = N-device throughput / (N × 1-device throughput), runs of the same sweep "
         "that differ only in `devices`; throughput is the job's (summed over its ranks), at the same "
-        "per-device batch (schedule.batch_size), with the job's CPU threads split between its ranks."
+        "per-device batch (schedule.batch_size); torch's ranks split the job's CPU threads between them, "
+        "tf's replicas (one process) share them."
     )
     found = scalings(jobs)
     if not found:
