@@ -19,6 +19,7 @@ DDP's buffers are rank 0's. The trained weights themselves stay equal on every r
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,8 @@ def cross_device_ops(on_gpu: bool) -> tf.distribute.CrossDeviceOps:
 
 def mirrored(n: int, on_gpu: bool) -> tf.distribute.MirroredStrategy:
     """MirroredStrategy over the first N devices of the job's kind."""
+    if on_gpu:  # NVLink SHARP / multicast stays off, as for torch's ranks: a shared host may lack its setup
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     ops = cross_device_ops(on_gpu)
     return tf.distribute.MirroredStrategy(devices=replica_devices(n, on_gpu), cross_device_ops=ops)
 
