@@ -25,6 +25,17 @@ def _replicas(variable) -> list[np.ndarray]:
     return [np.asarray(v) for v in variable.value.values]
 
 
+def _refusal(n: int, on_gpu: bool) -> str:
+    from dlbench.backends.tensorflow.replicas import replica_devices
+    from dlbench.errors import BackendUnavailable
+
+    try:
+        replica_devices(n, on_gpu)
+    except BackendUnavailable as exc:
+        return str(exc)
+    return "not refused"
+
+
 def _two_replicas_then_one_device(out: dict) -> None:
     import tensorflow as tf
 
@@ -46,6 +57,10 @@ def _two_replicas_then_one_device(out: dict) -> None:
     )
     after_two = [_replicas(v)[0] for v in two.model.trainable_variables]
     two.close()
+    out["refusals"] = [
+        _refusal(3, False),
+        _refusal(1, True) if not tf.config.list_physical_devices("GPU") else "",
+    ]
 
     one = TFBench(JobConfig.from_dict(JOB | {"devices": 1}))
     one.model.set_weights(start)
@@ -74,4 +89,10 @@ def test_two_replicas_own_their_batches_stay_equal_and_match_one_device_on_the_g
     }
     assert got["own_batches"] and got["units"] == 2 * 4  # each replica its own batch, units counted once
     assert got["equal_replicas"]  # the mirrored variables agree after the step
+    # once the runtime runs with its two CPU devices, more cannot be made; no GPU here: none to mirror over
+    assert got["refusals"][0] == "devices=3: TensorFlow has 2 CPU device(s) here; use devices=2 or fewer"
+    assert got["refusals"][1] in (
+        "",
+        "devices=1: TensorFlow has 0 GPU device(s) here; use device=cpu",
+    )
     assert got["moved"] > 1e-4 and got["max_diff"] < 1e-5  # the global batch's mean gradient

@@ -43,9 +43,8 @@ def replica_devices(n: int, on_gpu: bool) -> list[str]:
     kind = "GPU" if on_gpu else "CPU"
     found = [d.name for d in tf.config.list_logical_devices("GPU")] if on_gpu else logical_cpus(n)
     if len(found) < n:
-        raise BackendUnavailable(
-            f"devices={n}: TensorFlow has {len(found)} {kind} device(s) here; use devices={len(found)} or fewer"
-        )
+        fix = f"use devices={len(found)} or fewer" if found else "use device=cpu"
+        raise BackendUnavailable(f"devices={n}: TensorFlow has {len(found)} {kind} device(s) here; {fix}")
     return found[:n]
 
 
