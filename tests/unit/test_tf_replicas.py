@@ -64,9 +64,9 @@ def _two_replicas_then_one_device(out: dict) -> None:
 
     one = TFBench(JobConfig.from_dict(JOB | {"devices": 1}))
     one.model.set_weights(start)
-    inputs, targets = ([tf.concat(list(p), 0) for p in parts[:1]], [tf.concat(list(p), 0) for p in parts[1:]])
+    whole = tuple(tf.concat(list(p), 0) for p in parts)  # the global batch: replica 0's rows, then 1's
     with one._placed():
-        one._step(tuple(inputs), tuple(targets))
+        one._step(whole[: len(batch.inputs)], whole[len(batch.inputs) :])
     after_one = [np.asarray(v) for v in one.model.trainable_variables]
     out["max_diff"] = max(float(np.max(np.abs(a - b))) for a, b in zip(after_two, after_one, strict=True))
     out["moved"] = max(float(np.max(np.abs(a - b))) for a, b in zip(start, after_one, strict=True))
