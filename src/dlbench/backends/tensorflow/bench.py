@@ -99,9 +99,8 @@ class TFBench(SpecBench):
         eager = not self.train and family.eager_infer
         if family.eager_infer:
             family.compile_infer(self.model, bool(job.framework.xla))
-        if (
-            self.strategy is not None
-        ):  # mode=train only; XLA is refused with devices>1 (config.devices_problems)
+        # devices>1: mode=train only, and never XLA (both refused by config.devices_problems)
+        if self.strategy is not None:
             self._step = tf.function(replicas.replicated(self.strategy, body), reduce_retracing=True)
         else:
             self._step = (
