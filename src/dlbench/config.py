@@ -228,9 +228,9 @@ class JobConfig:
     threads: int | None = None
     # eager | compiled: the framework-neutral execution mode (core/execution.py); null = framework knobs.
     execution: str | None = None
-    # Data-parallel training of one job (torch: ranks; jax: one process over a mesh): schedule.batch_size is
-    # per device, each device trains on its own batch, so the global batch is batch_size x devices (as
-    # torchrun scripts mean it).
+    # Data-parallel training of one job (torch: ranks; jax: one process over a mesh; tf: MirroredStrategy):
+    # schedule.batch_size is per device, each device trains on its own batch, so the global batch is
+    # batch_size x devices (as torchrun scripts mean it).
     devices: int = 1
 
     @property
@@ -365,14 +365,20 @@ def validate(job: JobConfig) -> None:
         raise ConfigError(f"dataset={d.name} needs dataset.path (a folder with the data){hint}")
 
 
-# Data-parallel training is built for these so far: torch as ranks, JAX as one process over a device mesh
-MULTI_DEVICE_FRAMEWORKS = ("torch", "jax")
+# Data-parallel training is built for these so far: torch as ranks, JAX as one process over a device mesh,
+# TF as one process with MirroredStrategy
+MULTI_DEVICE_FRAMEWORKS = (
+    "torch",
+    "jax",
+    "tf",
+)
 
 
 def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
-    """devices: a whole number >= 1; more than one only where data parallelism is built (torch, jax;
+    """devices: a whole number >= 1; more than one only where data parallelism is built (torch, jax, tf;
     mode=train), so a sweep over devices refuses the other cells in one line each instead of running them
-    on one."""
+    on one. TF's XLA step cannot run mirrored here (the compiled replica function cannot reach the other
+    replicas' variables on logical CPU devices), so framework.xla with devices>1 is refused too."""
     n = job.devices
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         return [(False, f"devices={n!r}: use a whole number, 1 or more")]
@@ -384,6 +390,10 @@ def devices_problems(job: JobConfig) -> list[tuple[bool, str]]:
             f"framework={' or '.join(MULTI_DEVICE_FRAMEWORKS)}",
         ),
         (n == 1 or job.mode == "train", f"devices={n}: mode={job.mode} runs on one device; use mode=train"),
+        (
+            n == 1 or fw != "tf" or not getattr(job.framework, "xla", False),
+            f"devices={n}: framework=tf with framework.xla=true runs on one device; use framework.xla=false",
+        ),
     ]
 
 

@@ -25,7 +25,7 @@ from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
-    from dlbench.backends.threads import ONE_PROCESS, apply_threads, rank_threads, worker_env
+    from dlbench.backends.threads import ONE_PROCESS_FRAMEWORKS, apply_threads, rank_threads, worker_env
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
@@ -112,8 +112,8 @@ def run(
 def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> Any:
     """devices>1: this process's RankGroup (torch.distributed, backends/torch/ranks.py), after rank 0
     has started the other ranks; None on one device, where nothing of this is imported, and for a
-    framework that drives every device from this process (JAX's mesh: no ranks)."""
-    if job.devices == 1 or job.framework.name in ONE_PROCESS:
+    framework that drives every device from this process (JAX's mesh, TF's MirroredStrategy: no ranks)."""
+    if job.devices == 1 or job.framework.name in ONE_PROCESS_FRAMEWORKS:
         return None
     from dlbench.backends.torch.ranks import RankGroup
 

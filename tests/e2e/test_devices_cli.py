@@ -83,3 +83,21 @@ def test_a_sigterm_during_a_two_device_job_leaves_no_rank_behind(cli):
         assert kid.info.status == "KILLED" and kid.data.params["devices"] == "2"
     finally:
         started.kill()
+
+
+def test_a_tf_sweep_over_devices_mirrors_one_process_over_two_cpu_devices(cli):
+    small = ["+experiment=smoke", "model=small_cnn", "model.image_size=8", "schedule.batch_size=4"]
+    res = cli.run([*small, "framework=tf", "threads=2", "devices=1,2"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = cli.runs()
+    kids = {r.data.params["devices"]: r for r in children_of(runs, sweep_parent(runs).info.run_id)}
+    assert sorted(kids) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["throughput"] > 0 for r in kids.values())
+    one, two = kids["1"].data.params, kids["2"].data.params
+    assert (two["batch_size"], two["global_batch_size"]) == ("4", "8") and "ranks.backend" not in one
+    assert two["ranks.backend"] == "tf.distribute.MirroredStrategy (ReductionToOneDevice)"
+    assert two["ranks.world_size"] == "2" and two["ranks.devices"] == "CPU:0,CPU:1"
+    # one process: its two replicas share the job's threads, not split as torch's ranks are
+    assert two["threads.intra_op"] == one["threads.intra_op"] == "2"
+    report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
+    assert "tf small_cnn fp32 train: 2 devices" in report and "scaling efficiency" in report

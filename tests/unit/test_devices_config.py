@@ -15,8 +15,9 @@ from dlbench.tracking.resume import config_hash
     [
         ({"devices": 0}, "devices=0: use a whole number, 1 or more"),
         ({"devices": -2}, "devices=-2: use a whole number, 1 or more"),
-        ({"devices": 2, "framework": {"name": "tf"}}, "framework=tf runs on one device for now"),
-        ({"devices": 2, "framework": {"name": "mxnet"}}, "several devices: framework=torch or jax"),
+        ({"devices": 2, "framework": {"name": "mxnet"}}, "framework=mxnet runs on one device for now"),
+        ({"devices": 2, "framework": {"name": "mxnet"}}, "several devices: framework=torch or jax or tf"),
+        ({"devices": 2, "framework": {"name": "tf", "xla": True}}, "framework.xla=true runs on one device"),
         ({"devices": 2, "mode": "infer"}, "devices=2: mode=infer runs on one device; use mode=train"),
         ({"devices": 2, "mode": "converge"}, "mode=converge runs on one device"),
     ],
@@ -67,6 +68,17 @@ def test_only_a_jax_worker_on_several_devices_asks_xla_for_host_devices(monkeypa
     flag = "--xla_force_host_platform_device_count"
     assert "XLA_FLAGS" not in worker_env("jax", 1, 1) and "XLA_FLAGS" not in worker_env("torch", 1, 2)
     assert worker_env("jax", 1, 2)["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {flag}=2"
+
+
+def test_tf_on_two_devices_is_valid_and_keeps_its_threads_in_its_one_process(compose):
+    from omegaconf import OmegaConf
+
+    job = JobConfig.from_dict(
+        OmegaConf.to_container(compose(["framework=tf", "devices=2", "schedule.batch_size=8"]), resolve=True)
+    )
+    validate(job)
+    assert job.global_batch_size == 16
+    assert rank_threads(4, 2, "tf") == 4 and rank_threads(None, 2, "tf") is None
 
 
 def test_one_device_keeps_the_digest_of_runs_made_before_devices_existed():

@@ -12,6 +12,8 @@ import importlib.util
 import os
 
 PACKAGES = {"torch": "torch", "tf": "tensorflow", "mxnet": "mxnet", "jax": "jax"}
+# frameworks whose devices=N job is one process driving all its devices (its pools shared by them)
+ONE_PROCESS_FRAMEWORKS = ("jax", "tf")
 
 
 def available_cpus() -> int:
@@ -26,15 +28,11 @@ def resolve(threads: int | None) -> int:
     return threads if threads else available_cpus()
 
 
-# Frameworks that drive all of a job's devices from one process (JAX: one mesh), so its threads are not split.
-ONE_PROCESS = ("jax",)
-
-
 def rank_threads(threads: int | None, devices: int, framework: str) -> int | None:
     """The threads each rank of a job gets: the job's count (null: the affinity's CPUs) split evenly
     between its `devices` ranks, at least one each, so two ranks on two cores do not oversubscribe them.
-    One device, or a framework that runs every device in one process (ONE_PROCESS), keeps the setting."""
-    if devices == 1 or framework in ONE_PROCESS:
+    One device, or a framework that runs every device in one process (ONE_PROCESS_FRAMEWORKS), keeps the setting."""
+    if devices == 1 or framework in ONE_PROCESS_FRAMEWORKS:
         return threads
     return max(1, resolve(threads) // devices)
 

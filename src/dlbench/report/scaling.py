@@ -1,9 +1,11 @@
 """Scaling over devices: how much of N times one device's throughput a data-parallel job reaches.
 
 Scaling efficiency = N-device throughput / (N x 1-device throughput), for runs of one sweep that differ
-only in `devices` (and in the threads each rank got: torch's ranks split the job's CPU threads, and XLA's
-CPU pool has a thread per host device, so the threads.* params differ by design). Both throughputs are the
-job's: summed over its ranks (torch) or the global batch's (JAX's mesh), at the same per-device batch. The section appears only when the runs hold a job on more than one device.
+only in `devices` (and in the threads each rank got: torch's ranks split the job's CPU threads, XLA's
+CPU pool has a thread per host device, and tf's replicas share one process's threads, so the threads.*
+params differ by design). Both throughputs are the job's: summed over its ranks (torch) or the global
+batch's (JAX's mesh, TF's replicas), at the same per-device batch. The section appears only when the runs
+hold a job on more than one device.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ def scaling_block(analysis: Analysis) -> Block | None:
     b.paragraphs.append(
         "Scaling efficiency = N-device throughput / (N × 1-device throughput), runs of the same sweep "
         "that differ only in `devices`; throughput is the job's (summed over torch's ranks, the global "
-        "batch on JAX's mesh), at the same per-device batch (schedule.batch_size), with the job's CPU "
-        "threads split between torch's ranks (JAX: one process)."
+        "batch on JAX's mesh and TF's replicas), at the same per-device batch (schedule.batch_size), with "
+        "the job's CPU threads split between torch's ranks (JAX and TF: one process)."
     )
     found = scalings(jobs)
     if not found:

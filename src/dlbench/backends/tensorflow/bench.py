@@ -1,4 +1,5 @@
-"""The TensorFlow Bench: the task's Keras model, loss, optimizer, input and precision on one device.
+"""The TensorFlow Bench: the task's Keras model, loss, optimizer, input and precision on one device, or
+mirrored over several (devices=N: tf.distribute.MirroredStrategy in this process, backends/tensorflow/replicas.py).
 
 Steps are tf.functions (XLA when framework.xla). A tf.function call returns once its kernels are
 *enqueued* on a GPU stream, so step() does not wait for the GPU; on CPU, TF's default synchronous
@@ -21,11 +22,12 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.backends.skeleton import SpecBench
+from dlbench.backends.tensorflow import replicas
 from dlbench.backends.tensorflow.family import TFFamily, call_model, trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
 from dlbench.backends.tensorflow.precision import LayerProbe, TFPrecision
 from dlbench.config import JobConfig
-from dlbench.core.bench import Batch
+from dlbench.core.bench import Batch, TimedSource
 from dlbench.core.precision import plan_precision
 from dlbench.data.synthetic import HostBatch
 from dlbench.errors import BackendUnavailable
@@ -71,6 +73,8 @@ class TFBench(SpecBench):
         super().__init__(job)
         self._tf_device, self.on_gpu = pick_device(job.device)
         self.device = "cuda:0" if self.on_gpu else "cpu"
+        # devices>1 only: the strategy that mirrors the model over the devices; one device has none
+        self.strategy = replicas.mirrored(job.devices, self.on_gpu) if job.devices > 1 else None
         self.prec = TFPrecision(
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
@@ -78,7 +82,7 @@ class TFBench(SpecBench):
         if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
             keras.utils.set_random_seed(job.schedule.seed)
         family = self.load_family(TFFamily)
-        with tf.device(self._tf_device):
+        with self._placed():
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)
             self.seed_weights(self.model)
             self.family_facts = family.run_facts(self.model)
@@ -88,16 +92,22 @@ class TFBench(SpecBench):
             if self.train:
                 self.opt = self.prec.wrap_optimizer(make_optimizer(self.spec.optimizer))
                 self.opt.build(self.model.trainable_variables)  # slots made eagerly, not in the trace
-            self.open_source(self._to_device)
+            self._open_sources()
         body = self._train_step if self.train else self._infer_step
         # an `infer` marked eager runs a host loop (greedy decoding reads a device flag per step);
         # reduce_retracing: batches whose sequence lengths vary get one relaxed trace, not one each
         eager = not self.train and family.eager_infer
         if family.eager_infer:
             family.compile_infer(self.model, bool(job.framework.xla))
-        self._step = (
-            body if eager else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
-        )
+        # devices>1: mode=train only, and never XLA (both refused by config.devices_problems)
+        if self.strategy is not None:
+            self._step = tf.function(replicas.replicated(self.strategy, body), reduce_retracing=True)
+        else:
+            self._step = (
+                body
+                if eager
+                else tf.function(body, jit_compile=bool(job.framework.xla), reduce_retracing=True)
+            )
         # mode=converge's evaluation (predict) runs the inference step, traced unless `infer` is eager
         self._predict = (
             self._infer_step
@@ -107,7 +117,30 @@ class TFBench(SpecBench):
         if self.on_gpu:
             tf.config.experimental.reset_memory_stats("GPU:0")
 
+    def _placed(self) -> Any:
+        """Where the model, optimizer and data are made: the strategy's scope (mirrored variables), else
+        the one device."""
+        return self.strategy.scope() if self.strategy is not None else tf.device(self._tf_device)
+
     # ---- data ----------------------------------------------------------------------------------
+    def _open_sources(self) -> None:
+        """The job's source; on several devices one per replica, each with the replica's data shard and
+        its batches on the replica's device, read together by a ReplicaSource."""
+        if self.strategy is None:
+            self.open_source(self._to_device)
+            return
+        data, sources = self.job.data, []
+        shard = (data.shard_id, data.num_shards)
+        try:
+            for r, device in enumerate(self.strategy.extended.worker_devices):
+                data.shard_id, data.num_shards = r, len(self.strategy.extended.worker_devices)
+                with tf.device(device):
+                    self.open_source(self._to_device)
+                sources.append(self.source)
+        finally:
+            data.shard_id, data.num_shards = shard
+        self.source = TimedSource(replicas.ReplicaSource(self.strategy, sources))
+
     def _tensor(self, array: np.ndarray, is_float: bool, layout: str | None) -> tf.Tensor:
         array = to_tf_layout(array, layout)
         return tf.identity(tf.constant(array, dtype=self.prec.variable_dtype if is_float else None))
@@ -134,7 +167,9 @@ class TFBench(SpecBench):
         inputs, targets = self.with_negatives(self._cast(inputs), targets)  # traced: drawn every call
         with tf.GradientTape() as tape:
             loss = self.loss_fn(call_model(self.model, inputs, True), *targets)
-            scaled = self.opt.scale_loss(loss) if self.prec.loss_scaling else loss
+            # on several devices each replica's share of the global batch's mean (replicas.py)
+            share = loss / self.strategy.num_replicas_in_sync if self.strategy is not None else loss
+            scaled = self.opt.scale_loss(share) if self.prec.loss_scaling else share
         grads = tape.gradient(scaled, variables)
         self.opt.apply(grads, variables)  # LossScaleOptimizer unscales and skips non-finite steps
         return loss
@@ -145,7 +180,7 @@ class TFBench(SpecBench):
 
     def step(self) -> None:
         batch = self.source.next()
-        with tf.device(self._tf_device):
+        with self._placed():
             self._out = self._step(batch.inputs, batch.targets)
         if self.probe.active:  # the first trace has shown the dtypes; later traces stay unwrapped
             self.probe.remove()
@@ -189,6 +224,10 @@ class TFBench(SpecBench):
             ),
             "xla": bool(self.job.framework.xla),
         }
+
+    def ranks_facts(self) -> dict[str, Any]:
+        """devices>1: the strategy, its replicas and their devices (recorded as ranks.*); {} on one device."""
+        return replicas.strategy_facts(self.strategy, self.on_gpu) if self.strategy is not None else {}
 
     def params(self) -> int:
         return trainable_params(self.model)
