@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from matplotlib.figure import Figure
 
@@ -78,6 +79,16 @@ _CDF = (("min", 0.0), ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p97", 97.0)
 _CDF += (("p999", 99.9), ("max", 100.0))
 
 
+def _finish(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """The serving charts' common frame: labels, title, grid and legend, then the file."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
 def cdf_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
     """Latency (ms, log scale) against the fraction of queries answered within it, one line per run,
     drawn through LoadGen's own percentiles; None when no run logged them."""
@@ -101,12 +112,7 @@ def cdf_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
     if not drawn:
         return None
     ax.set_xscale("log")
-    ax.set_xlabel("latency (ms, LoadGen's percentiles)")
-    ax.set_ylabel("% of queries within")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    return _finish(fig, ax, "latency (ms, LoadGen's percentiles)", "% of queries within", title, path)
 
 
 def _number(text: str | None) -> float:
@@ -138,12 +144,7 @@ def qps_chart(rows: list[JobRow], title: str, path: Path) -> Path | None:
     for bound in sorted(b for b in bounds if not math.isnan(b)):
         ax.axhline(bound, color="grey", ls="--", lw=1, label=f"p99 bound {bound:g} ms")
     ax.set_yscale("log")
-    ax.set_xlabel("offered rate (LoadGen's target_qps, queries/s)")
-    ax.set_ylabel("p99 latency (ms)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    return _finish(fig, ax, "offered rate (LoadGen's target_qps, queries/s)", "p99 latency (ms)", title, path)
 
 
 def latency_blocks(analysis: LatencyAnalysis, out_dir: Path | None = None) -> list[Block]:
