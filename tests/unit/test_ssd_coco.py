@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import shutil
@@ -166,6 +167,16 @@ def test_corrupt_image_fails_in_one_line_or_is_skipped(cocoset, tmp_path):
     assert skipping.skipped == 1 and skipping.num_samples == pipe.num_samples - 1
     for _ in range(4):
         skipping.run()
+    # the rewritten annotations live in a private folder that goes with the pipeline; none is made unneeded
+    scratch = Path(skipping.coco.annotations_file).parent
+    assert scratch.is_dir() and pipe._tmp is None
+    skipping.close()
+    assert not scratch.exists()
+    again = CocoPipeline(str(copy), 5, D, train=True, num_threads=1, skip_corrupt=True)
+    scratch = Path(again.coco.annotations_file).parent
+    del again
+    gc.collect()  # a pipeline nobody closed (a failed test, an interrupted worker) leaves nothing either
+    assert not scratch.exists()
 
 
 def _job(root: Path, mode: str = "train", **model):

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 
 import nvidia.dali.fn as fn
 import nvidia.dali.types as types
@@ -74,17 +75,11 @@ class CocoPipeline:
         self.coco = coco_layout.resolve_split(root, "train" if train else "val", skip_bad_boxes)
         self.train, self.batch_size, self.dboxes = train, batch_size, dboxes
         self.device_id, self.layout, self.dtype, self.decode = device_id, layout, dtype, decode
-        self._tmp = tempfile.mkdtemp(prefix="dlbench-coco-")
-        self.skipped = 0
-        if skip_corrupt:
-            bad = coco_layout.corrupt_images(self.coco)
-            self.skipped = len(bad)
-            if bad:
-                self.coco = coco_layout.without_images(self.coco, set(bad), self._tmp)
-        if self.coco.skipped_boxes and not self.coco.annotations_file.startswith(
-            self._tmp
-        ):  # DALI reads a file
-            self.coco = coco_layout.without_images(self.coco, set(), self._tmp)
+        self._tmp: str | None = None
+        bad = coco_layout.corrupt_images(self.coco) if skip_corrupt else []
+        self.skipped = len(bad)
+        if bad or self.coco.skipped_boxes:  # DALI reads a file: what is kept gets one of its own
+            self.coco = coco_layout.without_images(self.coco, set(bad), self._scratch())
         reader = dict(shard_id=shard_id, num_shards=num_shards, seed=seed)
         self.pipe = Pipeline(
             batch_size=batch_size,
@@ -197,7 +192,17 @@ class CocoPipeline:
             return CorruptImageError(f"corrupt image {where}: {why}{more}; {SKIP_FIX}")
         return None
 
+    def _scratch(self) -> str:
+        """A private folder for the rewritten annotations file, made only when one is needed and removed
+        on close, when the pipeline is collected or when the interpreter exits (weakref.finalize), so no
+        run, test or interrupted worker leaves one behind."""
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="dlbench-coco-")
+            self._remove_tmp = weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
+        return self._tmp
+
     def close(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            self._remove_tmp()
         pipe = self.__dict__.pop("pipe", None)
         del pipe
