@@ -197,7 +197,8 @@ class GuardConfig:
 class DebugConfig:
     # Fault injection for the failure paths' tests: "abort" makes the worker abort (SIGABRT) at its
     # first timed step, "hang" makes it print a line and wait there to be killed; "nan_loss" makes it report
-    # a NaN loss for every window. Never set in a real run.
+    # a NaN loss for every window; "rank_exit" makes ranks 1..N-1 of a torch job on several devices exit
+    # with code 1 before the rendezvous. Never set in a real run.
     fault: str | None = None
 
 
@@ -323,8 +324,8 @@ def validate(job: JobConfig) -> None:
             f"threads={job.threads}: use 1 or more, or null (all CPUs)",
         ),
         (
-            job.debug.fault in (None, "abort", "hang", "nan_loss"),
-            "debug.fault: only null, abort, hang or nan_loss",
+            job.debug.fault in (None, "abort", "hang", "nan_loss", "rank_exit"),
+            "debug.fault: only null, abort, hang, nan_loss or rank_exit",
         ),
         (
             job.execution in EXECUTIONS,

@@ -101,7 +101,10 @@ def run(
         backend = load_backend(job.framework.name)
         threads = apply_threads(job.framework.name, share)
     import_s = time.perf_counter() - t0
-    group = join_ranks(job, rank, job_file, threads)
+    if rank > 0 and job.debug.fault == "rank_exit":  # what a rank that cannot start leaves rank 0 with
+        print(f"dlbench worker: debug.fault=rank_exit: rank {rank} exits with code 1", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
+    group = join_ranks(job, rank, job_file, threads, emit)
     try:
         _run_bench(job, backend, emit, out_dir, import_s, threads, group)
     finally:
@@ -109,7 +112,13 @@ def run(
             group.close()
 
 
-def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> Any:
+def join_ranks(
+    job: JobConfig,
+    rank: int,
+    job_file: str | None,
+    threads: dict[str, int],
+    emit: events.EventWriter | events.NullWriter,
+) -> Any:
     """devices>1: this process's RankGroup (torch.distributed, backends/torch/ranks.py), after rank 0
     has started the other ranks; None on one device, where nothing of this is imported, and for a
     framework that drives every device from this process (JAX's mesh, TF's MirroredStrategy: no ranks)."""
@@ -117,7 +126,18 @@ def join_ranks(job: JobConfig, rank: int, job_file: str | None, threads: dict[st
         return None
     from dlbench.backends.torch.ranks import RankGroup
 
-    return RankGroup.join(job, rank, job_file, threads)
+    def rank_died(dead: int, code: int) -> None:
+        """A started rank failed: the others would wait in a collective until the timeout. Say which rank
+        and end the job now (rank 0's main thread may be blocked inside torch.distributed)."""
+        message = (
+            f"rank {dead} of {job.devices} exited with code {code} before the job ended "
+            "(its own error is in the job's worker.log)"
+        )
+        print(f"dlbench worker: {message}", file=sys.stderr, flush=True)
+        emit.emit(events.ERROR, kind="crash", message=message)
+        os._exit(EXIT_FAILED)
+
+    return RankGroup.join(job, rank, job_file, threads, rank_died if rank == 0 else None)
 
 
 def _run_bench(

@@ -5,6 +5,7 @@ reported."""
 from __future__ import annotations
 
 import signal
+import time
 
 import psutil
 import pytest
@@ -83,6 +84,19 @@ def test_a_sigterm_during_a_two_device_job_leaves_no_rank_behind(cli):
         assert kid.info.status == "KILLED" and kid.data.params["devices"] == "2"
     finally:
         started.kill()
+
+
+def test_a_rank_that_fails_before_the_rendezvous_ends_the_job_at_once(cli):
+    """Rank 1 exits at start: rank 0 must not wait in the rendezvous for the job's timeout (600 s here)."""
+    t0 = time.monotonic()
+    res = cli.run([*TINY, "devices=2", "timeout_s=600", "debug.fault=rank_exit"], multirun=False)
+    took = time.monotonic() - t0
+    assert res.returncode != 0 and took < 120, (took, (res.stdout + res.stderr)[-3000:])
+    (run,) = cli.runs()
+    tags = run.data.tags
+    assert run.info.status == "FAILED" and tags["failure"] == "crash", tags
+    assert "rank 1 of 2 exited with code 1 before the job ended" in tags["failure.message"]
+    assert workers_under(cli.tmp) == []
 
 
 def test_a_tf_sweep_over_devices_mirrors_one_process_over_two_cpu_devices(cli):

@@ -194,8 +194,13 @@ class JaxBench(SpecBench):
         return float(self._loss) if self._loss is not None else None
 
     def memory(self) -> int | None:
-        stats = self.dev.memory_stats() if self.dev.platform != "cpu" else None
-        return int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None
+        """The allocator's peak on one device: the largest over the mesh's devices with devices>1 (per
+        device, as torch's ranks and TF's replicas report it); None on the CPU."""
+        if self.dev.platform == "cpu":
+            return None
+        devices = self.mesh.devices if self.mesh is not None else [self.dev]
+        peaks = [(d.memory_stats() or {}).get("peak_bytes_in_use") for d in devices]
+        return max((int(p) for p in peaks if p is not None), default=None)
 
     def precision_report(self) -> dict[str, Any]:
         first = jax.tree.leaves(self.variables["params"])[0]

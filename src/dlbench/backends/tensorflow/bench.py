@@ -205,7 +205,12 @@ class TFBench(SpecBench):
         return float(self._out.numpy()) if (self.train and self._out is not None) else None
 
     def memory(self) -> int | None:
-        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"]) if self.on_gpu else None
+        """The allocator's peak on one GPU: the largest over the replicas' GPUs with devices>1 (as torch's
+        rank 0 and JAX's mesh report it: per device, not summed); None on the CPU."""
+        if not self.on_gpu:
+            return None
+        names = self.strategy.extended.worker_devices if self.strategy is not None else ("GPU:0",)
+        return max(int(tf.config.experimental.get_memory_info(n.split("device:")[-1])["peak"]) for n in names)
 
     def precision_report(self) -> dict[str, Any]:
         weights = self.model.trainable_weights

@@ -6,6 +6,10 @@ The worker the orchestrator started is rank 0. It starts ranks 1..N-1 as more wo
 the same job code: the collectives (DistributedDataParallel's gradient all-reduce, the unit counts and
 barriers at the window edges, TorchBench) meet because the calls are the same; only rank 0 has the
 events pipe. Backend gloo on the CPU, nccl on CUDA (NVLink multicast left off).
+
+Rank 0 watches the ranks it started: one that exits with an error before the job is over (a failed import,
+its device out of memory) would otherwise leave rank 0 waiting in the rendezvous or a collective until the
+job's timeout. The watcher reports it through `on_rank_death` at once, which ends the job.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -26,6 +32,7 @@ from dlbench.config import JobConfig
 NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 RANK_ARG = "--rank"  # in a rank's command line: what tells a rank process apart (and finds it)
 JOIN_TIMEOUT_S = 30.0  # what rank 0 waits for the other ranks to exit after the job
+WATCH_EVERY_S = 0.2  # how often rank 0 looks at the ranks it started
 
 
 def free_port() -> int:
@@ -64,11 +71,20 @@ class RankGroup:
     def __init__(self, rank: int, world: int, backend: str, procs: list[subprocess.Popen]) -> None:
         self.rank, self.world, self.backend, self.procs = rank, world, backend, procs
         self.facts: dict[str, Any] = {}
+        self._closing = threading.Event()
 
     @classmethod
-    def join(cls, job: JobConfig, rank: int, job_file: str | None, threads: dict[str, int]) -> RankGroup:
-        """Rank 0: start the other ranks, then rendezvous; another rank: rendezvous with the env rank 0
-        gave it. Returns once every rank is in the group, with what each rank got (`facts`)."""
+    def join(
+        cls,
+        job: JobConfig,
+        rank: int,
+        job_file: str | None,
+        threads: dict[str, int],
+        on_rank_death: Callable[[int, int], None] | None = None,
+    ) -> RankGroup:
+        """Rank 0: start the other ranks, watch them (`on_rank_death(rank, returncode)` when one exits with
+        an error before `close`), then rendezvous; another rank: rendezvous with the env rank 0 gave it.
+        Returns once every rank is in the group, with what each rank got (`facts`)."""
         world, backend = job.devices, backend_for(job)
         procs: list[subprocess.Popen] = []
         if rank == 0:
@@ -79,6 +95,8 @@ class RankGroup:
             procs = [_start_rank(r, world, port, job_file) for r in range(1, world)]
         for_rank(job, rank)
         group = cls(rank, world, backend, procs)
+        if procs and on_rank_death is not None:
+            group.watch(on_rank_death)
         try:
             timeout = datetime.timedelta(seconds=max(60.0, job.timeout_s))
             dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
@@ -95,8 +113,32 @@ class RankGroup:
         dist.all_gather_object(every, mine)
         return {"backend": self.backend, "world_size": self.world, "rank_threads": ",".join(every)}
 
+    def watch(self, on_rank_death: Callable[[int, int], None]) -> None:
+        """A daemon thread that, for the first started rank seen to exit with an error while the job runs
+        (not once `close` has begun: ranks then exit on their own), kills the other started ranks and calls
+        `on_rank_death(rank, returncode)`."""
+
+        def look() -> None:
+            while not self._closing.wait(WATCH_EVERY_S):
+                for rank, proc in enumerate(self.procs, start=1):
+                    code = proc.poll()
+                    if code not in (None, 0) and not self._closing.is_set():
+                        self.kill_ranks()
+                        on_rank_death(rank, code)
+                        return
+
+        threading.Thread(target=look, name="dlbench-rank-watch", daemon=True).start()
+
+    def kill_ranks(self) -> None:
+        """SIGKILL every started rank still running (after one of them failed, the job ends)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
     def close(self) -> None:
         """Leave the group; rank 0 then waits for the other ranks and kills any that do not exit."""
+        self._closing.set()
         if dist.is_initialized():
             dist.destroy_process_group()
         for proc in self.procs:
