@@ -47,7 +47,7 @@ from dlbench.telemetry.plot import plot_telemetry
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store, resolve_uri
-from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run, ensure_parent
+from dlbench.tracking.sweep import PARENT_ENV, STATE, adopt_mlflow_run, ensure_parent, note_job_mode
 from dlbench.tracking.ui_records import log_dataset_input
 
 log = logging.getLogger("dlbench")
@@ -95,6 +95,7 @@ class JobRecording:
         """Create the child run (under the sweep's parent, if any) with the job's params and config."""
         client, experiment_id = open_store(resolve_uri(self.job.tracking.uri), self.job.tracking.experiment)
         parent_id, experiment_id = parent_and_experiment(experiment_id)
+        note_job_mode(self.job.mode)  # the sweep's view shows this mode's columns
         if parent_id is None and (adopted := adopt_mlflow_run(client, experiment_id)):
             parent, experiment_id = adopted
             parent_id = parent.run_id

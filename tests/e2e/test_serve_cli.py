@@ -3,12 +3,14 @@ summary recorded, its figures logged exactly as it printed them."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, TINY
+from tests.e2e.test_cli import missing_columns, sweep_parent
 
 pytestmark = pytest.mark.slow
 PERCENTILE = re.compile(r"^90\.00 percentile latency \(ns\)\s*:\s*(\d+)\s*$", re.M)
@@ -47,6 +49,14 @@ def test_single_stream_and_offline_log_loadgens_own_percentiles(cli):
     assert offline.data.metrics["samples_per_s"] > 0
     assert 1.0 < offline.data.metrics["serve_batch_mean"] <= 4  # coalesced up to serve.max_batch=4
     assert not list(ROOT.glob("mlperf_log_*"))  # LoadGen wrote into the job's folder only
+    # the sweep's UI view shows LoadGen's columns (a serving job logs no throughput), lowest p90 first
+    parent = sweep_parent(cli.runs())
+    tags = cli.client().get_experiment(parent.info.experiment_id).tags
+    view = json.loads(tags[f"mlflow.sharedViewState.{parent.info.run_id}"])
+    assert (view["orderByKey"], view["orderByAsc"]) == ("metrics.`latency_p90_ms`", True)
+    assert "metrics.`throughput`" not in view["selectedColumns"]
+    assert {"metrics.`latency_p99_ms`", "tags.`serve.scenario`"} <= set(view["selectedColumns"])
+    assert all(missing_columns(r, view["selectedColumns"][:2]) == [] for r in kids.values())
 
 
 def _padded_single_stream(cli, framework: str, sizes: str) -> dict:

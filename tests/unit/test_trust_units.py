@@ -151,6 +151,17 @@ def test_a_sweep_link_shows_its_view_key_and_still_hides_secrets():
     assert mask(f"{link}&apiKey=k1&viewstatesharekey=k2") == f"{link}&apiKey=***&viewstatesharekey=***"
 
 
+def test_a_sweep_mixing_serving_and_training_shows_both_columns_fastest_first():
+    from dlbench.tracking.ui_records import sweep_view
+
+    mixed = sweep_view("p1", ["train", "serve"])
+    assert (mixed["orderByKey"], mixed["orderByAsc"]) == ("metrics.`throughput`", False)
+    assert {"metrics.`throughput`", "metrics.`latency_p90_ms`", "tags.`serve.valid`"} <= set(
+        mixed["selectedColumns"]
+    )
+    assert "metrics.`latency_p90_ms`" not in sweep_view("p1", ["train", "infer"])["selectedColumns"]
+
+
 @pytest.mark.parametrize(
     ("override", "char", "fixed"),
     [

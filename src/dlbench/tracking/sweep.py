@@ -89,6 +89,7 @@ class SweepState:
     outer: RunLogger | None = None  # `mlflow run`'s run in "Default", not adopted (adopt_mlflow_run)
     closed: bool = False  # the parent run has been terminated
     job_runs: int = 0  # job runs made by this invocation (an interrupt says what it closed)
+    modes: set[str] = field(default_factory=set)  # the job modes recorded so far: the view's columns
 
 
 STATE = SweepState()
@@ -171,6 +172,15 @@ def ensure_parent() -> RunLogger | None:
     os.environ[PARENT_ENV] = parent.run_id
     log.info("MLflow parent run %s (experiment %s)", parent.run_id, experiment_id)
     return parent
+
+
+def note_job_mode(mode: str) -> None:
+    """A job of this sweep is recorded in `mode`: the first of a mode re-shares the sweep's view with that
+    mode's columns (a serving job logs LoadGen's figures, not throughput). Outside a sweep, nothing."""
+    if STATE.parent is None or STATE.experiment_id is None or mode in STATE.modes:
+        return
+    STATE.modes.add(mode)
+    share_sweep_view(STATE.parent.client, STATE.experiment_id, STATE.parent.run_id, STATE.modes)
 
 
 def record_not_run(key: str, cell: str, reason: str) -> None:

@@ -19,12 +19,20 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from mlflow.entities import Dataset, DatasetInput, InputTag
 from mlflow.tracking import MlflowClient
 
-from dlbench.core.names import EXECUTION_TAG, PARENT_TAG, STATUS_TAG, THROUGHPUT
+from dlbench.core.names import (
+    EXECUTION_TAG,
+    PARENT_TAG,
+    SERVE_SCENARIO_TAG,
+    SERVE_VALID_TAG,
+    STATUS_TAG,
+    THROUGHPUT,
+)
 
 KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
@@ -38,6 +46,9 @@ VIEW_KEY_PARAM = "viewStateShareKey"
 VIEW_METRICS = (THROUGHPUT, "throughput_cv", "step_time_ms")
 VIEW_PARAMS = ("framework.name", "model.name", "precision.name", "mode", "batch_size")
 VIEW_TAGS = (EXECUTION_TAG, STATUS_TAG)
+# mode=serve logs LoadGen's figures, no throughput: a serving sweep's view shows those, lowest p90 first
+SERVE_METRICS = ("latency_p90_ms", "latency_p99_ms", "qps", "samples_per_s")
+SERVE_TAGS = (SERVE_SCENARIO_TAG, SERVE_VALID_TAG)
 # The UI's own column ids before the result columns (run name, "Created", "Duration"): a view's column
 # widths apply only to the columns its columnOrder lists, so the run name's width needs it listed.
 RUN_NAME_COLUMN = "attributes.`Run Name`"
@@ -75,16 +86,22 @@ def column_key(kind: str, name: str) -> str:
     return f"{kind}.`{name}`"
 
 
-def sweep_view(parent_run_id: str) -> dict[str, Any]:
+def sweep_view(parent_run_id: str, modes: Iterable[str] = ()) -> dict[str, Any]:
     """The view state of one sweep's runs table: its jobs (they carry the parent's id), the fastest first,
-    with the result columns in this order. The UI keeps its defaults for the keys not given here."""
-    columns = [column_key("metrics", m) for m in VIEW_METRICS]
+    with the result columns in this order. `modes`: the sweep's job modes seen so far; with mode=serve
+    among them LoadGen's columns join (and lead, lowest p90 first, when every job serves). The UI keeps its
+    defaults for the keys not given here."""
+    modes = set(modes)
+    serve, only_serve = "serve" in modes, modes == {"serve"}
+    metrics = (SERVE_METRICS if serve else ()) + (() if only_serve else VIEW_METRICS)
+    columns = [column_key("metrics", m) for m in metrics]
     columns += [column_key("params", p) for p in VIEW_PARAMS]
-    columns += [column_key("tags", t) for t in VIEW_TAGS]
+    columns += [column_key("tags", t) for t in VIEW_TAGS + (SERVE_TAGS if serve else ())]
+    first = (SERVE_METRICS[0], True) if only_serve else (THROUGHPUT, False)
     return {
         "searchFilter": f"tags.`{PARENT_TAG}` = '{parent_run_id}'",
-        "orderByKey": column_key("metrics", THROUGHPUT),
-        "orderByAsc": False,
+        "orderByKey": column_key("metrics", first[0]),
+        "orderByAsc": first[1],
         "selectedColumns": columns,
         "columnOrder": [*LEADING_COLUMNS, *columns],
         "columnWidths": {RUN_NAME_COLUMN: RUN_NAME_WIDTH} | {c: RESULT_WIDTH for c in columns},
@@ -96,11 +113,15 @@ def sweep_view_key(parent_run_id: str) -> str:
     return parent_run_id
 
 
-def share_sweep_view(client: MlflowClient, experiment_id: str, parent_run_id: str) -> str:
+def share_sweep_view(
+    client: MlflowClient, experiment_id: str, parent_run_id: str, modes: Iterable[str] = ()
+) -> str:
     """Store the sweep's view as an experiment tag, through the tracking API as the UI's own "Share" does,
-    and return its key. Written when the parent is made, so the view already shows a sweep still running."""
+    and return its key. Written when the parent is made, so the view already shows a sweep still running,
+    and again when a job of a mode not seen before joins (its columns differ: mode=serve)."""
     key = sweep_view_key(parent_run_id)
-    client.set_experiment_tag(experiment_id, f"{VIEW_TAG_PREFIX}{key}", json.dumps(sweep_view(parent_run_id)))
+    view = json.dumps(sweep_view(parent_run_id, modes))
+    client.set_experiment_tag(experiment_id, f"{VIEW_TAG_PREFIX}{key}", view)
     return key
 
 
