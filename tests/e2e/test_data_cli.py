@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, TINY
+from tests.worker_jobs import framework_pythons
 
 pytestmark = pytest.mark.slow
 
@@ -23,19 +24,23 @@ def images(tmp_path_factory):
     return out / "folder"
 
 
-def test_three_frameworks_fed_by_dali(cli, images):
+def test_every_framework_fed_by_dali(cli, images):
+    """TF, torch and MXNet through their DALI plugins, JAX through DALI's (where its environment exists)."""
+    frameworks = sorted(framework_pythons(("tf", "torch", "mxnet", "jax")))
+    assert {"tf", "torch", "mxnet"} <= set(frameworks)
     res = cli.run(
         [
-            "framework=tf,torch,mxnet",
+            f"framework={','.join(frameworks)}",
             "dataset=imagenet",
             f"dataset.path={images}",
             "data.num_threads=1",
             *TINY,
-        ]
+        ],
+        timeout=900,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     kids = [r for r in cli.runs() if r.data.tags.get("dlbench.kind") == "job"]
-    assert sorted(r.data.params["framework.name"] for r in kids) == ["mxnet", "tf", "torch"]
+    assert sorted(r.data.params["framework.name"] for r in kids) == frameworks
     for run in kids:
         assert run.info.status == "FINISHED"
         assert run.data.params["dataset.name"] == "imagenet"

@@ -301,3 +301,45 @@ def test_bad_boxes_are_skipped_and_counted_on_request(cocoset, tmp_path):
     for _ in range(4):  # two epochs: every target finite (the negative width would give NaN offsets)
         loc = np.array(pipe.run()[1].as_tensor())
         assert np.isfinite(loc).all()
+
+
+JAX_COCO = """
+import json, sys, numpy as np, jax
+from dlbench.config import JobConfig
+from dlbench.backends.jax.dali_source import CocoSource
+from dlbench.backends.jax.precision import JaxPrecision
+from dlbench.core.precision import plan_precision
+from dlbench.workloads.detection.coco_pipeline import CocoPipeline
+out = {}
+for mode in ("train", "infer"):
+    job = JobConfig.from_dict({"model": {"name": "ssd300", "task": "detection"},
+                               "dataset": {"name": "coco2017", "path": sys.argv[1], "format": "coco"}})
+    job.mode, job.schedule.batch_size, job.data.num_threads, job.data.seed = mode, 2, 1, 3
+    source = CocoSource(job, jax.devices("cpu")[0], JaxPrecision(plan_precision(job.precision, "cpu")))
+    batch = source.next()
+    plain = CocoPipeline.from_job(job, None, "NHWC", "float32").run()  # the same graph, seed and files
+    arrays = [*batch.inputs, *batch.targets]
+    out[mode] = {
+        "types": [type(a).__name__ for a in arrays], "shapes": [list(a.shape) for a in arrays],
+        "dtypes": [str(a.dtype) for a in arrays], "units": batch.units,
+        "equal": all(np.array_equal(np.asarray(a), np.asarray(p.as_tensor())) for a, p in zip(arrays, plain)),
+    }
+    source.close()
+print("STATS " + json.dumps(out))
+"""
+
+
+def test_jax_reads_coco_through_dalis_jax_plugin(cocoset):
+    """JAX's COCO source hands DALI's own batch over as jax.Arrays: NHWC image, DALI-encoded targets."""
+    from tests.worker_jobs import framework_pythons, run_snippet, worker_env
+
+    python = framework_pythons(["jax"]).get("jax")
+    if python is None:
+        pytest.skip("no interpreter with JAX here (make setup makes .venv-jax)")
+    script = JAX_COCO.replace("sys.argv[1]", repr(str(cocoset)))
+    got = run_snippet(script, worker_env(OMP_NUM_THREADS="1"), python=python)
+    train, infer = got["train"], got["infer"]
+    assert train["types"] == ["ArrayImpl"] * 3 and train["equal"] and train["units"] == 2
+    assert train["shapes"] == [[2, 300, 300, 3], [2, 4, 8732], [2, 8732]]
+    assert train["dtypes"] == ["float32", "float32", "int32"]
+    assert infer["shapes"] == [[2, 300, 300, 3]] and infer["equal"]  # the held-out split: no targets

@@ -16,7 +16,6 @@ import numpy as np
 
 from dlbench.backends.jax.losses import LossFn, make_loss
 from dlbench.core.spec import ModelConfig, TaskSpec
-from dlbench.errors import BackendUnavailable
 
 
 @dataclass
@@ -72,10 +71,11 @@ class JaxFamily:
         return make_loss(spec)
 
     def dali_source(self, bench: Any) -> Any:
-        raise BackendUnavailable(
-            f"framework=jax dataset={bench.job.dataset.name}: DALI-fed JAX runs are not built yet; use "
-            "dataset=synthetic or an in-memory dataset, or another framework for DALI-read data"
-        )
+        """The real-data source when the dataset is read by DALI (default: the image classification one),
+        through DALI's JAX plugin."""
+        from dlbench.backends.jax.dali_source import DaliSource
+
+        return DaliSource(bench.job, bench.dev, bench.prec)
 
     def run_facts(self, net: Network) -> dict[str, Any]:
         return {}

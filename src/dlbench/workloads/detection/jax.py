@@ -270,6 +270,13 @@ class DetectionJax(JaxFamily):
     export_weights = staticmethod(export_weights)
     load_weights = staticmethod(load_weights)
 
+    def dali_source(self, bench: Any) -> Any:
+        """COCO through DLE's SSD300 input pipeline (boxes encoded to the default boxes by DALI), through
+        DALI's JAX plugin."""
+        from dlbench.backends.jax.dali_source import CocoSource
+
+        return CocoSource(bench.job, bench.dev, bench.prec)
+
     def loss(self, spec: TaskSpec) -> Any:
         """DLE's multibox loss (localization + confidence with hard negative mining)."""
         return lambda outputs, loc, labels: ssd_loss(*outputs, loc, labels)
