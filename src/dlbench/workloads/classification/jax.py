@@ -189,7 +189,7 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-# --- the ResNets' framework-neutral weights (exchange.py: layers by order and kind) ------------------
+# --- the ResNets' and VGG16's framework-neutral weights (exchange.py: layers by order and kind) -------
 
 # A block's weighted layers in torch's definition order (its projection shortcut last, as torchvision's
 # `downsample`); Flax creates the shortcut first, so the order is spelled out, not read from the tree.
@@ -210,6 +210,23 @@ def resnet_layers(params: dict) -> list[tuple[str, tuple[str, ...]]]:
     return [*out, ("dense", ("logits",))]
 
 
+def vgg_layers(params: dict) -> list[tuple[str, tuple[str, ...]]]:
+    """(kind, module path) of the Flax VGG16's weighted layers in exchange.py's order: stem_conv, Conv_0..11,
+    Dense_0, Dense_1, logits. Its first dense reads the pooled map transposed to (C, H, W) (VGG16.__call__),
+    torch's order, so its kernel is the neutral weight transposed, as every dense's is."""
+
+    def numbered(prefix: str) -> list[str]:
+        return sorted((k for k in params if k.startswith(prefix)), key=lambda k: int(k.split("_")[1]))
+
+    convs, denses = (("conv", (k,)) for k in numbered("Conv_")), (("dense", (k,)) for k in numbered("Dense_"))
+    return [("conv", ("stem_conv",)), *convs, *denses, ("dense", ("logits",))]
+
+
+def _layers(net: Network) -> list[tuple[str, tuple[str, ...]]]:
+    order = vgg_layers if isinstance(net.module, VGG16) else resnet_layers
+    return order(net.variables["params"])
+
+
 def _at(tree: dict, path: tuple[str, ...]) -> dict:
     for key in path:
         tree = tree[key]
@@ -218,7 +235,10 @@ def _at(tree: dict, path: tuple[str, ...]) -> dict:
 
 # neutral parameter -> (Flax collection, leaf, to Flax's layout, back to the neutral one)
 _FLAX = {
-    "conv": {"weight": ("params", "kernel", lambda w: w.transpose(2, 3, 1, 0), lambda k: k.transpose(3, 2, 0, 1))},
+    "conv": {
+        "weight": ("params", "kernel", lambda w: w.transpose(2, 3, 1, 0), lambda k: k.transpose(3, 2, 0, 1)),
+        "bias": ("params", "bias", None, None),  # VGG16's convs; the ResNets' have none
+    },
     "bn": {
         "gamma": ("params", "scale", None, None), "beta": ("params", "bias", None, None),
         "mean": ("batch_stats", "mean", None, None), "var": ("batch_stats", "var", None, None),
@@ -227,27 +247,40 @@ _FLAX = {
 }  # fmt: skip
 
 
-def export_resnet(net: Network) -> dict[str, np.ndarray]:
-    """A Flax ResNet's weights under exchange.py's neutral names: conv (O, I, H, W), dense (out, in)."""
+def _present(variables: dict, kind: str, path: tuple[str, ...]) -> dict[str, tuple]:
+    """The neutral parameters of one layer that it has (a conv's bias only where use_bias)."""
+    return {p: spec for p, spec in _FLAX[kind].items() if spec[1] in _at(variables[spec[0]], path)}
+
+
+def export_layers(net: Network) -> dict[str, np.ndarray]:
+    """A Flax ResNet's or VGG16's weights under exchange.py's neutral names: conv (O, I, H, W), dense (out, in)."""
     variables = jax.device_get(net.variables)
     out = {}
-    for i, (kind, path) in enumerate(resnet_layers(variables["params"])):
-        for param, (collection, leaf, _, back) in _FLAX[kind].items():
+    for i, (kind, path) in enumerate(_layers(net)):
+        for param, (collection, leaf, _, back) in _present(variables, kind, path).items():
             value = np.asarray(_at(variables[collection], path)[leaf], np.float32)
             out[exchange.name(i, kind, param)] = np.ascontiguousarray(back(value) if back else value)
     return out
 
 
-def load_resnet(net: Network, weights: dict[str, np.ndarray]) -> None:
-    """Set neutral weights (exchange.py) as a Flax ResNet's parameters and BatchNorm statistics."""
-    exchange.check({k: v.shape for k, v in export_resnet(net).items()}, weights)
+def load_layers(net: Network, weights: dict[str, np.ndarray]) -> None:
+    """Set neutral weights (exchange.py) as a Flax ResNet's or VGG16's parameters (and BatchNorm statistics)."""
     variables = jax.tree.map(lambda x: x, dict(net.variables))  # fresh dicts, the same leaves
-    for i, (kind, path) in enumerate(resnet_layers(variables["params"])):
-        for param, (collection, leaf, to_flax, _) in _FLAX[kind].items():
+    expected = {}
+    for i, (kind, path) in enumerate(_layers(net)):
+        for param, (collection, leaf, _, back) in _present(variables, kind, path).items():
+            shape = _at(variables[collection], path)[leaf].shape
+            expected[exchange.name(i, kind, param)] = exchange.neutral_shape(back, shape)
+    exchange.check(expected, weights)
+    for i, (kind, path) in enumerate(_layers(net)):
+        for param, (collection, leaf, to_flax, _) in _present(variables, kind, path).items():
             layer = _at(variables[collection], path)
             value = weights[exchange.name(i, kind, param)]
             layer[leaf] = jnp.asarray(to_flax(value) if to_flax else value, layer[leaf].dtype)
     net.variables = variables
+
+
+_EXCHANGEABLE = (ResNet50, CifarResNet, VGG16)
 
 
 class ClassificationJax(JaxFamily):
@@ -266,16 +299,16 @@ class ClassificationJax(JaxFamily):
         return True
 
     def export_weights(self, net: Network) -> dict[str, np.ndarray]:
-        """Neutral names for the small CNN and the ResNets; VGG16 has no exchange yet."""
+        """Neutral names: the small CNN's own, and exchange.py's for the ResNets and VGG16."""
         if isinstance(net.module, small_cnn.SmallCnn):
             return small_cnn.export_weights(net)
-        if isinstance(net.module, (ResNet50, CifarResNet)):
-            return export_resnet(net)
+        if isinstance(net.module, _EXCHANGEABLE):
+            return export_layers(net)
         return super().export_weights(net)
 
     def load_weights(self, net: Network, weights: dict[str, np.ndarray]) -> None:
         if isinstance(net.module, small_cnn.SmallCnn):
             return small_cnn.load_weights(net, weights)
-        if isinstance(net.module, (ResNet50, CifarResNet)):
-            return load_resnet(net, weights)
+        if isinstance(net.module, _EXCHANGEABLE):
+            return load_layers(net, weights)
         return super().load_weights(net, weights)

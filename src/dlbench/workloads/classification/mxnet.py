@@ -234,11 +234,7 @@ def load_seeded_weights(net: Any, spec: ClassificationConfig, seed: int) -> bool
 
 
 _KINDS = (("Conv2D", "conv"), ("BatchNorm", "bn"), ("Dense", "dense"))
-_MX_PARAMS = {
-    "conv": ("weight",),
-    "bn": ("gamma", "beta", "running_mean", "running_var"),
-    "dense": ("weight", "bias"),
-}
+_MX_PARAMS = {"bn": ("gamma", "beta", "running_mean", "running_var")}
 
 
 def _ordered(block: Any) -> list[tuple[str, Any]]:
@@ -251,12 +247,15 @@ def _ordered(block: Any) -> list[tuple[str, Any]]:
 
 
 def _params(kind: str, layer: Any) -> dict[str, Any]:
-    mx_names = _MX_PARAMS[kind] if kind != "dense" or layer.bias is not None else ("weight",)
-    return {p: getattr(layer, m) for p, m in zip(exchange.PARAMS[kind], mx_names, strict=False)}
+    """Gluon's layouts are the neutral ones: OIHW kernels, (out, in) dense weights, and VGG16's first dense
+    flattens the NCHW pooled map as (C, H, W), as torch does. Conv and dense biases where the layer has one."""
+    if kind == "bn":
+        return {p: getattr(layer, m) for p, m in zip(exchange.PARAMS["bn"], _MX_PARAMS["bn"], strict=True)}
+    return {"weight": layer.weight} | ({"bias": layer.bias} if layer.bias is not None else {})
 
 
-def export_resnet(net: Any) -> dict[str, np.ndarray]:
-    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
+def export_layers(net: Any) -> dict[str, np.ndarray]:
+    """A ResNet's (CIFAR or ResNet-50) or VGG16's weights under exchange.py's neutral names."""
     return {
         exchange.name(i, kind, p): param.data().asnumpy().astype(np.float32)
         for i, (kind, layer) in enumerate(_ordered(net))
@@ -264,11 +263,16 @@ def export_resnet(net: Any) -> dict[str, np.ndarray]:
     }
 
 
-def load_resnet(net: Any, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_resnet(net).items()}, weights)
-    for i, (kind, layer) in enumerate(_ordered(net)):
+def load_layers(net: Any, weights: dict[str, np.ndarray]) -> None:
+    layers = list(enumerate(_ordered(net)))
+    expected = {exchange.name(i, k, p): q.shape for i, (k, lay) in layers for p, q in _params(k, lay).items()}
+    exchange.check(expected, weights)  # from the shapes: no copy of the data, nor its first initialisation
+    for i, (kind, layer) in layers:
         for p, param in _params(kind, layer).items():
             param.set_data(mx.nd.array(weights[exchange.name(i, kind, p)], dtype=param.dtype))
+
+
+_EXCHANGEABLE = (CifarResNet, ResNet50V15, VGG16)
 
 
 class ClassificationMXNet(MXNetFamily):
@@ -279,16 +283,16 @@ class ClassificationMXNet(MXNetFamily):
     load_seeded_weights = staticmethod(load_seeded_weights)
 
     def export_weights(self, net: Any) -> dict[str, np.ndarray]:
-        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        """Neutral names: the small CNN's own, and exchange.py's for the ResNets and VGG16."""
         if isinstance(net, small_cnn.SmallCnn):
             return small_cnn.export_weights(net)
-        if isinstance(net, (CifarResNet, ResNet50V15)):
-            return export_resnet(net)
+        if isinstance(net, _EXCHANGEABLE):
+            return export_layers(net)
         return super().export_weights(net)
 
     def load_weights(self, net: Any, weights: dict[str, np.ndarray]) -> None:
         if isinstance(net, small_cnn.SmallCnn):
             return small_cnn.load_weights(net, weights)
-        if isinstance(net, (CifarResNet, ResNet50V15)):
-            return load_resnet(net, weights)
+        if isinstance(net, _EXCHANGEABLE):
+            return load_layers(net, weights)
         return super().load_weights(net, weights)

@@ -246,35 +246,65 @@ def _ordered(model: keras.Model) -> list[tuple[str, layers.Layer]]:
     return out
 
 
-def _variables(kind: str, lay: layers.Layer) -> dict[str, tuple]:
-    """param -> (variable, numpy from neutral layout, numpy to neutral layout)."""
+def _flattened(model: keras.Model) -> dict[str, tuple[int, int, int]]:
+    """The dense layer after each Flatten of an NHWC map (VGG16's first classifier layer) -> the map's
+    (H, W, C): Keras flattens it as (H, W, C), the neutral layout (torch's) as (C, H, W)."""
+    out, pending = {}, None
+    for lay in model.layers:
+        if isinstance(lay, layers.Flatten) and len(lay.input.shape) == 4:
+            pending = tuple(int(d) for d in lay.input.shape[1:])
+        elif isinstance(lay, layers.Dense) and pending is not None:
+            out[lay.name], pending = pending, None
+    return out
+
+
+def _variables(kind: str, lay: layers.Layer, hwc: tuple[int, int, int] | None = None) -> dict[str, tuple]:
+    """param -> (variable, numpy from neutral layout, numpy to neutral layout); `hwc`: the dense reads a
+    flattened (H, W, C) map, so its input rows are permuted from and to the neutral (C, H, W) order."""
     same = (lambda a: a, lambda a: a)
     if kind == "bn":
         return {p: (getattr(lay, v), *same) for p, v in zip(exchange.PARAMS["bn"], ("gamma", "beta", "moving_mean", "moving_variance"), strict=True)}  # fmt: skip
+    bias = {"bias": (lay.bias, *same)} if lay.use_bias else {}
     if kind == "conv":  # Keras HWIO <-> OIHW
-        return {"weight": (lay.kernel, lambda a: a.transpose(2, 3, 1, 0), lambda a: a.transpose(3, 2, 0, 1))}
-    out = {"weight": (lay.kernel, lambda a: a.T, lambda a: a.T)}  # dense (in, out) <-> (out, in)
-    return out | ({"bias": (lay.bias, *same)} if lay.use_bias else {})
+        return {"weight": (lay.kernel, lambda a: a.transpose(2, 3, 1, 0), lambda a: a.transpose(3, 2, 0, 1))} | bias  # fmt: skip
+    if hwc is None:  # dense (in, out) <-> (out, in)
+        return {"weight": (lay.kernel, lambda a: a.T, lambda a: a.T)} | bias
+    h, w, c = hwc  # (out, C*H*W) <-> (H*W*C, out)
+    return {
+        "weight": (
+            lay.kernel,
+            lambda a: a.reshape(-1, c, h, w).transpose(2, 3, 1, 0).reshape(h * w * c, -1),
+            lambda a: a.reshape(h, w, c, -1).transpose(3, 2, 0, 1).reshape(-1, c * h * w),
+        )
+    } | bias
 
 
-def _is_resnet(model: keras.Model) -> bool:
-    """The ResNets (CIFAR and ResNet-50): exchange.py's order holds for them."""
-    return model.name == "resnet50" or (model.name.startswith("resnet") and model.name.endswith("_cifar"))
+def _exchangeable(model: keras.Model) -> bool:
+    """The ResNets (CIFAR and ResNet-50) and VGG16: exchange.py's order holds for them."""
+    resnet = model.name == "resnet50" or (model.name.startswith("resnet") and model.name.endswith("_cifar"))
+    return resnet or model.name == "vgg16"
 
 
-def export_resnet(model: keras.Model) -> dict[str, np.ndarray]:
-    """The CIFAR ResNet's weights under exchange.py's neutral names."""
+def export_layers(model: keras.Model) -> dict[str, np.ndarray]:
+    """A ResNet's or VGG16's weights under exchange.py's neutral names."""
+    flat = _flattened(model)
     return {
         exchange.name(i, kind, p): np.asarray(to_neutral(np.asarray(var.numpy(), np.float32))).copy()
         for i, (kind, lay) in enumerate(_ordered(model))
-        for p, (var, _, to_neutral) in _variables(kind, lay).items()
+        for p, (var, _, to_neutral) in _variables(kind, lay, flat.get(lay.name)).items()
     }
 
 
-def load_resnet(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
+def load_layers(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+    flat = _flattened(model)
+    expected = {
+        exchange.name(i, kind, p): exchange.neutral_shape(to_neutral, var.shape)
+        for i, (kind, lay) in enumerate(_ordered(model))
+        for p, (var, _, to_neutral) in _variables(kind, lay, flat.get(lay.name)).items()
+    }
+    exchange.check(expected, weights)
     for i, (kind, lay) in enumerate(_ordered(model)):
-        for p, (var, from_neutral, _) in _variables(kind, lay).items():
+        for p, (var, from_neutral, _) in _variables(kind, lay, flat.get(lay.name)).items():
             var.assign(
                 np.ascontiguousarray(from_neutral(weights[exchange.name(i, kind, p)])).astype(var.dtype)
             )
@@ -287,13 +317,14 @@ class ClassificationTF(TFFamily):
     load_seeded_weights = staticmethod(load_seeded_weights)
 
     def export_weights(self, model: keras.Model) -> dict[str, np.ndarray]:
-        """Neutral names for the small CNN (its model carries small_cnn_sizes); the others have none yet."""
+        """Neutral names: the small CNN's own (its model carries small_cnn_sizes), exchange.py's for the
+        ResNets and VGG16."""
         if hasattr(model, "small_cnn_sizes"):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.export_weights(model)
-        if _is_resnet(model):
-            return export_resnet(model)
+        if _exchangeable(model):
+            return export_layers(model)
         return super().export_weights(model)
 
     def load_weights(self, model: keras.Model, weights: dict[str, np.ndarray]) -> None:
@@ -301,6 +332,6 @@ class ClassificationTF(TFFamily):
             from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn
 
             return small_cnn.load_weights(model, weights)
-        if _is_resnet(model):
-            return load_resnet(model, weights)
+        if _exchangeable(model):
+            return load_layers(model, weights)
         return super().load_weights(model, weights)

@@ -104,12 +104,13 @@ def _tensors(kind: str, m: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _exchangeable(model: nn.Module) -> bool:
-    """The ResNets, whose weighted layers every framework defines in one order (exchange.py)."""
-    return isinstance(model, (CifarResNet, torchvision.models.ResNet))
+    """The ResNets and VGG16, whose weighted layers every framework defines in one order (exchange.py)."""
+    return isinstance(model, (CifarResNet, torchvision.models.ResNet, torchvision.models.VGG))
 
 
-def export_resnet(model: nn.Module) -> dict[str, np.ndarray]:
-    """A ResNet's weights (CIFAR or ResNet-50) under exchange.py's neutral names."""
+def export_layers(model: nn.Module) -> dict[str, np.ndarray]:
+    """A ResNet's (CIFAR or ResNet-50) or VGG16's weights under exchange.py's neutral names: torch's
+    layouts are the neutral ones (VGG16's first dense reads the pooled map flattened as (C, H, W))."""
     return {
         exchange.name(i, kind, p): t.detach().float().cpu().numpy().copy()
         for i, (kind, m) in enumerate(_ordered(model))
@@ -117,8 +118,8 @@ def export_resnet(model: nn.Module) -> dict[str, np.ndarray]:
     }
 
 
-def load_resnet(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
-    exchange.check({k: v.shape for k, v in export_resnet(model).items()}, weights)
+def load_layers(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    exchange.check({k: v.shape for k, v in export_layers(model).items()}, weights)
     with torch.no_grad():
         for i, (kind, m) in enumerate(_ordered(model)):
             for p, t in _tensors(kind, m).items():
@@ -132,16 +133,16 @@ class ClassificationTorch(TorchFamily):
     load_seeded_weights = staticmethod(load_seeded_weights)
 
     def export_weights(self, model: nn.Module) -> dict[str, np.ndarray]:
-        """Neutral names for the small CNN; the other classifiers have no exchange yet."""
+        """Neutral names: the small CNN's own, and exchange.py's for the ResNets and VGG16."""
         if isinstance(model, small_cnn.SmallCnn):
             return small_cnn.export_weights(model)
         if _exchangeable(model):
-            return export_resnet(model)
+            return export_layers(model)
         return super().export_weights(model)
 
     def load_weights(self, model: nn.Module, weights: dict[str, np.ndarray]) -> None:
         if isinstance(model, small_cnn.SmallCnn):
             return small_cnn.load_weights(model, weights)
         if _exchangeable(model):
-            return load_resnet(model, weights)
+            return load_layers(model, weights)
         return super().load_weights(model, weights)
