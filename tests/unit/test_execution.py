@@ -51,5 +51,9 @@ def test_a_bad_execution_is_one_line_and_mxnet_compiled_is_not_run(compose):
 def test_the_gpu_framework_preset_crosses_frameworks_modes_and_tensor_core_precisions(compose):
     cfg = compose(["+experiment=frameworks_gpu"], hydra=True)
     params = dict(cfg.hydra.sweeper.params)
-    assert params == {"framework": "tf,torch,jax", "execution": "eager,compiled", "precision": "amp,bf16,tf32"}
+    assert params == {
+        "framework": "tf,torch,jax",
+        "execution": "eager,compiled",
+        "precision": "amp,bf16,tf32",
+    }
     assert cfg.device == "cuda"
