@@ -190,6 +190,52 @@ def test_vgg16_from_the_same_weights_gives_the_same_logits_everywhere(tmp_path):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max(), err_msg=fw)
 
 
+TRANSFORMER = {"name": "transformer", "task": "translation", "size": "tiny", "vocab": 1000, "batch_size": 4,
+               "batch_tokens": 0, "lengths": "fixed", "max_len": 16, "dropout": 0.0}  # fmt: skip
+TRANSFORMER_WEIGHTS = f"""
+import numpy as np, torch
+from dlbench.config import JobConfig
+from dlbench.workloads.translation.torch import TranslationTorch
+job = JobConfig.from_dict({{"model": {TRANSFORMER!r}}})
+torch.manual_seed(5)
+family = TranslationTorch()
+model = family.build_model(job.model)
+with torch.no_grad():  # LayerNorm and biases away from their 1 / 0 start, so a wrong mapping shows
+    for name, p in model.named_parameters():
+        if p.dim() == 1:
+            p.uniform_(0.5, 1.5) if "norm" in name else p.uniform_(-0.1, 0.1)
+np.savez("PATH", **family.export_weights(model))
+print("STATS {{}}")
+"""
+
+
+def test_the_transformer_from_the_same_weights_gives_the_same_first_loss(tmp_path):
+    """The Transformer (dropout 0: no framework's own random masks) from one file: the same label-smoothed
+    loss on the spec's synthetic sentence batch in every framework."""
+    path = tmp_path / "transformer.npz"
+    run_snippet(TRANSFORMER_WEIGHTS.replace("PATH", str(path)), ENV)
+
+    def one(run: tuple[str, str | None]) -> float:
+        fw, init = run
+        job = JobConfig.from_dict({"framework": {"name": fw}, "model": {**TRANSFORMER, "init_weights": init}})
+        s = job.schedule
+        s.warmup_steps, s.steps_per_window, s.windows = 0, 1, 1
+        job.mode, job.device, job.threads = "train", "cpu", 1
+        rc, events, err = run_worker(job, tmp_path / f"{fw}-{init is None}.json", ENV, python=PYTHONS[fw])
+        assert rc == 0, err[-3000:]
+        (window,) = [e for e in events if e.get("event") == "window"]
+        return float(window["loss"])
+
+    runs = [(fw, str(path)) for fw in FRAMEWORKS] + [("torch", None), ("tf", None)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        losses = list(pool.map(one, runs))
+    loaded, own = dict(zip(FRAMEWORKS, losses[:4], strict=True)), losses[4:]
+    for fw in FRAMEWORKS[1:]:
+        assert loaded[fw] == pytest.approx(loaded["torch"], rel=1e-4), loaded
+    # the file, not a loss every small initialisation gives (about ln(vocab)), is what agrees
+    assert abs(own[0] - own[1]) > 1e-3 and abs(own[0] - loaded["torch"]) > 1e-3, (own, loaded)
+
+
 def test_one_step_from_the_same_weights_gives_the_same_loss_everywhere(weights_file, tmp_path):
     loaded = _first_losses(tmp_path, weights_file)
     for fw in FRAMEWORKS[1:]:

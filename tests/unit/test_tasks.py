@@ -121,3 +121,31 @@ def test_an_unknown_format_is_one_line_listing_the_registered_ones():
     message = str(err.value)
     assert "dataset.format='parquet'" in message and "\n" not in message
     assert all(name in message for name in formats() if name != "synthetic")
+
+
+RACE = """
+import threading
+from dlbench.config import JobConfig
+barrier, seen = threading.Barrier(8), []
+def build():
+    barrier.wait()  # all eight ask the registry at once, before any workload package is imported
+    seen.append(type(JobConfig.from_dict({"model": {"name": "transformer", "task": "translation"}}).model).__name__)
+threads = [threading.Thread(target=build) for _ in range(8)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(",".join(sorted(set(seen))))
+"""
+
+
+def test_threads_building_jobs_at_once_all_get_the_tasks_own_model_schema():
+    """The registry imports the workload packages on first use; a thread asking meanwhile must wait for it,
+    not read half a registry (a translation job then lost its model fields to the base schema)."""
+    import subprocess
+    import sys
+
+    from tests.worker_jobs import worker_env
+
+    proc = subprocess.run(
+        [sys.executable, "-c", RACE], capture_output=True, text=True, env=worker_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "TranslationConfig"

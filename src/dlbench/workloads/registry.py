@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -52,6 +53,7 @@ class Workload:
 
 
 _REGISTERED: dict[str, Workload] = {}
+_FIND_LOCK = threading.RLock()
 _found = False
 
 
@@ -65,17 +67,20 @@ def register(workload: Workload) -> Workload:
 
 def _find() -> None:
     """Import every workload package once (each registers itself), then the extra modules named in the
-    environment."""
+    environment. Under a lock, and marked done only when every import is: a second thread asking while the
+    first imports would otherwise see half a registry (a task's model schema then falls back to ModelConfig
+    and its fields are silently dropped). Reentrant: a package may ask the registry while it imports."""
     global _found
-    if _found:
-        return
-    _found = True
-    here = os.path.dirname(__file__)
-    for module in pkgutil.iter_modules([here]):
-        if module.ispkg:
-            importlib.import_module(f"{__package__}.{module.name}")
-    for name in filter(None, (n.strip() for n in os.environ.get(EXTRA_ENV, "").split(","))):
-        importlib.import_module(name)
+    with _FIND_LOCK:
+        if _found:
+            return
+        here = os.path.dirname(__file__)
+        for module in pkgutil.iter_modules([here]):
+            if module.ispkg:
+                importlib.import_module(f"{__package__}.{module.name}")
+        for name in filter(None, (n.strip() for n in os.environ.get(EXTRA_ENV, "").split(","))):
+            importlib.import_module(name)
+        _found = True
 
 
 def workloads() -> dict[str, Workload]:
