@@ -2,7 +2,8 @@
 interpreter a JAX worker runs under (.venv-jax: numpy 2): each runs in a subprocess and prints parseable BARE
 lines with finite losses, amp on the CPU computes in bfloat16, --no-jit runs op by op, and each network has
 exactly the trainable parameters of dlbench's Flax model at the same config (the yardsticks import nothing
-from dlbench, so only a count can tie them together)."""
+from dlbench, so only a test can tie them together); SSD300 and the Transformer also give dlbench's outputs
+(and the Transformer its greedy decoding) on one set of random weights."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def check_lines(lines: list[dict], expected: list[tuple[str, str]], jit: bool, p
 
 def test_yardsticks_import_nothing_from_dlbench():
     paths = sorted(YARD.glob("bare_jax_*.py"))
-    assert len(paths) == 3
+    assert len(paths) == 5
     for path in paths:
         names = set()
         for node in ast.walk(ast.parse(path.read_text())):
@@ -149,3 +150,151 @@ def test_ncf_trains_and_infers():
     check_lines(lines, pairs, jit=True, params=260_673)
     assert [r["batch"] for r in lines] == [1000] * 4 and all(r["unit"] == "samples/s" for r in lines)
     assert [r["matmul_precision"] for r in lines] == ["highest", "highest", "tensorfloat32", "tensorfloat32"]
+
+
+PARITY = """
+import argparse, json, sys
+import flax.linen as nn, jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_default_matmul_precision", "highest")
+sys.path.insert(0, YARD)
+import bare_jax_ssd300 as ssd, bare_jax_transformer as tr
+from dlbench.backends.jax.family import Network
+from dlbench.backends.jax.stats import model_stats
+from dlbench.workloads.detection import jax as dl_ssd
+from dlbench.workloads.detection.spec import DetectionConfig
+from dlbench.workloads.translation import jax as dl_tr
+from dlbench.workloads.translation.spec import TranslationConfig, model_size
+from dlbench.workloads.translation.transformer import TransformerSize, param_count
+
+def init_shapes(module, *inputs):
+    key = jax.random.key(0)
+    return jax.eval_shape(lambda: module.init({"params": key, "dropout": key}, *inputs))
+
+def count(module, *inputs):
+    return sum(int(x.size) for x in jax.tree.leaves(init_shapes(module, *inputs)["params"]))
+
+LEAF_MODULES = (nn.Conv, nn.BatchNorm, nn.Dense, nn.LayerNorm, nn.Embed)
+
+def layers(module, *inputs):
+    \"\"\"The network's variables (shapes) and its layers' paths in the order they first run (their names
+    differ between the two networks; the order in which they run does not).\"\"\"
+    order = []
+
+    def record(next_fun, args, kwargs, context):
+        path = context.module.scope.path
+        if isinstance(context.module, LEAF_MODULES) and path not in order:
+            order.append(path)
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(record):
+        shapes = dict(init_shapes(module, *inputs))
+    return shapes, order
+
+def slots(shapes, order):
+    \"\"\"(collection, layer path, leaf name, shape) of every variable, layer by layer in running order.\"\"\"
+    out = []
+    for path in order:
+        for c in sorted(shapes):
+            node = shapes[c]
+            for part in path:
+                node = node.get(part, {})
+            out += [(c, path, leaf, node[leaf].shape) for leaf in sorted(node)]
+    assert len(out) == len(jax.tree.leaves(shapes))
+    return out
+
+def shared_weights(mine, theirs, inputs):
+    \"\"\"One set of random weights as both networks' variables, matched layer by layer in running order;
+    asserts the layers and shapes agree in that order.\"\"\"
+    sa, sb = slots(*layers(mine, *inputs)), slots(*layers(theirs, *inputs))
+    assert [(c, leaf, shape) for c, _, leaf, shape in sa] == [(c, leaf, shape) for c, _, leaf, shape in sb]
+    rng = np.random.default_rng(0)
+    va, vb = {}, {}
+    for (c, pa, leaf, shape), (_, pb, _, _) in zip(sa, sb, strict=True):
+        if leaf == "var":
+            w = rng.uniform(0.5, 1.5, shape)
+        elif leaf == "scale":
+            w = 1.0 + rng.normal(0.0, 0.1, shape)
+        elif len(shape) > 1:
+            w = rng.normal(0.0, 1.0 / np.sqrt(np.prod(shape[:-1])), shape)
+        else:
+            w = rng.normal(0.0, 0.1, shape)
+        for tree, path in ((va, pa), (vb, pb)):
+            node = tree.setdefault(c, {})
+            for part in path:
+                node = node.setdefault(part, {})
+            node[leaf] = jnp.asarray(w, jnp.float32)
+    return va, vb
+
+def gap(x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return float(np.abs(x - y).max() / np.abs(y).max())  # NaN (fails) if the reference were all zeros
+
+out = {}
+# SSD300: parameter counts at 300x300 and 32x32, and the forward pass on shared weights at 32x32
+images = jnp.zeros((1, 300, 300, 3))
+out["ssd300_300"] = [count(ssd.SSD300(), images), model_stats(DetectionConfig())["params"]]
+images = jnp.zeros((1, 32, 32, 3))
+out["ssd300_32"] = [count(ssd.SSD300(), images), count(dl_ssd.SSD300(image_size=32), images)]
+mine, theirs = ssd.SSD300(), dl_ssd.SSD300(image_size=32)
+images = jnp.asarray(np.random.default_rng(1).standard_normal((2, 32, 32, 3)), jnp.float32)
+va, vb = shared_weights(mine, theirs, (images,))
+(ml, mc), (tl, tc) = mine.apply(va, images), theirs.apply(vb, images)
+out["ssd300_gap"] = [gap(ml, tl), gap(mc, tc)]
+out["ssd300_boxes"] = [int(ml.shape[2]), len(ssd.default_boxes(ssd.feature_sizes(32), 32))]
+
+# Transformer: base and the test's tiny size, logits and greedy decoding on shared weights
+base = TranslationConfig()
+ids = jnp.full((1, 2), 4, jnp.int32)
+out["transformer_base"] = [count(tr.Transformer(), ids, ids), param_count(model_size(base)),
+                           count(dl_tr.Transformer(model_size(base)), ids, ids)]
+a = argparse.Namespace(vocab=1000, d_model=64, heads=4, d_ff=128, layers=1, dropout=0.1, min_len=3, max_len=7,
+                       jit=True)
+size = TransformerSize(64, 4, 128, 1, 1, vocab=1000)
+mine, theirs = tr.build(a), dl_tr.Transformer(size)
+out["transformer_tiny"] = [count(mine, ids, ids), count(theirs, ids, ids), param_count(size)]
+src, tgt_in, _ = (jnp.asarray(x) for x in tr.sentence_pairs(3, a, np.random.default_rng(0)))
+pa, pb = shared_weights(mine, theirs, (ids, ids))
+out["transformer_gap"] = gap(mine.apply(pa, src, tgt_in), theirs.apply(pb, src, tgt_in))
+cached = np.stack([np.asarray(x) for x in tr.greedy_decoder(mine, 6, 3, a)(pa["params"], src)], 1)
+ref = dl_tr.translate(Network(theirs, pb), pb, src, 6, check_every=0)
+out["decode_same"] = bool((cached[:, : ref.shape[1]] == ref).all() and (cached[:, ref.shape[1]:] == 0).all())
+print("STATS " + json.dumps(out))
+"""
+
+
+def test_ssd300_and_transformer_are_dlbench_networks():
+    """The new yardsticks' networks are dlbench's Flax ones: the same trainable parameters (SSD300 at
+    300x300 and 32x32; Transformer-base and the tiny size the script test runs), and on one set of random
+    weights the same SSD300 loc/conf, the same Transformer logits and the same greedy decoding."""
+    got = run_snippet(f"YARD = {str(YARD)!r}\n" + PARITY, worker_env(), python=PYTHON)
+    assert got["ssd300_300"] == [22_894_902, 22_894_902]
+    assert got["ssd300_32"][0] == got["ssd300_32"][1]
+    assert got["ssd300_boxes"][0] == got["ssd300_boxes"][1]
+    assert max(got["ssd300_gap"]) < 1e-4, got["ssd300_gap"]
+    assert got["transformer_base"] == [60_522_496] * 3
+    assert got["transformer_tiny"] == [147_712] * 3
+    assert got["transformer_gap"] < 1e-4 and got["decode_same"], got
+
+
+def test_ssd300_trains_and_infers():
+    tiny = ["--batch", "2", "--image-size", "32", "--precision", "fp32", "--mode", "train,infer"]
+    lines = bare("bare_jax_ssd300.py", *tiny)
+    check_lines(lines, [("fp32", "train"), ("fp32", "infer")], jit=True, params=22_894_902)
+    for r in lines:
+        assert r["model"] == "ssd300" and r["batch"] == 2 and r["unit"] == "img/s"
+        assert r["default_boxes"] == 108 and r["positives_per_image"] >= 1
+        assert r["matmul_precision"] == "highest"
+
+
+def test_transformer_trains_and_decodes_jitted_and_op_by_op():
+    tiny = ["--batch-tokens", "64", "--min-len", "4", "--max-len", "8", "--decode-len", "4", "--vocab", "1000",
+            "--d-model", "64", "--heads", "4", "--d-ff", "128", "--layers", "1"]  # fmt: skip
+    lines = bare("bare_jax_transformer.py", *tiny, "--precision", "amp", "--mode", "train,infer")
+    check_lines(lines, [("amp", "train"), ("amp", "infer")], jit=True, params=147_712)  # 1 + 1 layers
+    train, infer = lines
+    assert train["model"] == infer["model"] == "transformer" and train["batch_tokens"] == 64
+    assert train["sentences"] == 8 and train["unit"] == "target tokens/s"
+    assert 8 * 4 <= train["target_tokens_per_batch"] <= 8 * 8
+    assert infer["unit"] == "generated tokens/s" and infer["cache"] == "fixed"
+    eager = bare("bare_jax_transformer.py", *tiny, "--precision", "fp32", "--mode", "infer", "--no-jit")
+    check_lines(eager, [("fp32", "infer")], jit=False, params=147_712)

@@ -323,3 +323,55 @@ def test_serve_jobs_get_a_loadgen_table_with_their_percentiles_and_verdict(tmp_p
     table = md[md.index("## Serving (MLPerf LoadGen)") + 4 :]
     assert table[0] == "| h | jax | jit | resnet50 | amp | SingleStream | 8 | VALID | 4.17 | 4.39 | 4.95 | 7.55 | 246.0 queries/s | 1.00 |"  # fmt: skip
     assert table[1] == ""  # the failed job is not a line of it
+
+
+def test_jax_ssd300_and_transformer_lines_pair_with_their_jax_jobs(tmp_path):
+    """bare_jax_ssd300.py and bare_jax_transformer.py lines (their keys as the scripts print them: "jit",
+    "compile", "optimizer": "optax", "batch" in images, "batch_tokens" in tokens) pair with dlbench's
+    framework=jax jobs of model=ssd300 / model=transformer (run.optimizer sgd/optax, adam/optax), decoding
+    included."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    jobs = [
+        ("ssd300", "train", 1800.0, "sgd/optax", {}),
+        ("ssd300", "infer", 5200.0, None, {}),
+        ("transformer", "train", 450e3, "adam/optax", {"task": "translation", "batch_tokens": 40960}),
+        ("transformer", "infer", 30e3, None, {"task": "translation", "batch_tokens": 5120}),
+    ]
+    for model, mode, tput, optimizer, task in jobs:
+        job = JobConfig.from_dict(
+            {"framework": {"name": "jax", "jit": True}, "model": {"name": model, **task}, "mode": mode,
+             "precision": {"name": "amp"}}
+        )  # fmt: skip
+        job.device = "cuda"
+        run = RunLogger.create(client, eid, f"jax-{model}-{mode}", None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 128})
+        run.metrics({"throughput": tput, "loss_last": 2.0})
+        run.tags({"run.execution": "jit", **({"run.optimizer": optimizer} if optimizer else {})})
+        run.finish("FINISHED")
+    jax_line = {"framework": "jax", "jit": True, "compile": True, "optimizer": "optax", "precision": "amp"}
+    lines = [
+        {"model": "ssd300", "mode": "train", "batch": 128, "unit": "img/s", "throughput": 1810.0},
+        {"model": "ssd300", "mode": "infer", "batch": 128, "unit": "img/s", "throughput": 5150.0},
+        {"model": "transformer", "mode": "train", "batch_tokens": 40960, "unit": "target tokens/s",
+         "throughput": 455e3, "cache": "fixed"},
+        {"model": "transformer", "mode": "infer", "batch_tokens": 5120, "unit": "generated tokens/s",
+         "throughput": 29.5e3, "cache": "fixed"},
+        {"model": "transformer", "mode": "train", "batch_tokens": 5120, "unit": "target tokens/s",
+         "throughput": 99e3},  # another batch: no job of its configuration
+    ]  # fmt: skip
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join("BARE " + json.dumps(jax_line | b | {"loss_finite": True}) + "\n" for b in lines))
+    out = tmp_path / "page"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "j", str(db), str(bare), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = out.with_suffix(".md").read_text().splitlines()
+    assert sorted(line for line in md if line.startswith("- [j] harness")) == [
+        "- [j] harness vs hand-written loop, JAX SSD300 AMP infer, jax.jit: 5,200 vs 5,150 img/s = 101.0% (goal ≥ 99%).",
+        "- [j] harness vs hand-written loop, JAX SSD300 AMP train, SGD optax, jax.jit: 1,800 vs 1,810 img/s = 99.4% (goal ≥ 99%).",
+        "- [j] harness vs hand-written loop, JAX Transformer AMP infer, jax.jit: 30,000 vs 29,500 generated tokens/s = 101.7% (goal ≥ 99%).",
+        "- [j] harness vs hand-written loop, JAX Transformer AMP train, Adam optax, jax.jit: 450,000 vs 455,000 target tokens/s = 98.9% (goal ≥ 99%).",
+    ]  # fmt: skip
