@@ -276,10 +276,12 @@ def test_ssd300_and_transformer_are_dlbench_networks():
     assert got["transformer_gap"] < 1e-4 and got["decode_same"], got
 
 
-def test_ssd300_trains_and_infers():
-    tiny = ["--batch", "2", "--image-size", "32", "--precision", "fp32", "--mode", "train,infer"]
+def test_ssd300_trains():
+    # train only: XLA compiling SSD300 on a CPU is most of this test's time (the forward pass, all that
+    # infer runs, is checked against dlbench's above)
+    tiny = ["--batch", "2", "--image-size", "32", "--precision", "fp32", "--mode", "train"]
     lines = bare("bare_jax_ssd300.py", *tiny)
-    check_lines(lines, [("fp32", "train"), ("fp32", "infer")], jit=True, params=22_894_902)
+    check_lines(lines, [("fp32", "train")], jit=True, params=22_894_902)
     for r in lines:
         assert r["model"] == "ssd300" and r["batch"] == 2 and r["unit"] == "img/s"
         assert r["default_boxes"] == 108 and r["positives_per_image"] >= 1
