@@ -11,57 +11,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import gc
-import itertools
-import json
 import math
-import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import bare_cli
 import torch
 
 
 def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.ArgumentParser:
-    """The flags every yardstick takes; each script adds its own model and batch flags."""
-    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
-    p.add_argument("--precision", default="amp", help="fp32|tf32|amp|bf16, or a comma list")
-    p.add_argument("--mode", default="train", help="train|infer, or a comma list")
-    p.add_argument("--warmup", type=int, default=warmup, help="untimed steps first (autotuning, compile)")
-    p.add_argument("--steps", type=int, default=steps, help="steps per timed window")
-    p.add_argument("--windows", type=int, default=windows, help="timed windows; the median is the figure")
+    """The flags every yardstick takes (bare_cli.py), torch's own; each script adds its model and batch flags."""
+    p = bare_cli.parser(doc, warmup=warmup, steps=steps, windows=windows, warmup_help="autotuning, compile")
     p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
     p.add_argument("--compile", action="store_true")
     p.add_argument("--compile-mode", default="default")
-    p.add_argument("--seed", type=int, default=0)
     return p
 
 
 def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:
-    """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each, and no
-    interpreter start or CUDA initialisation paid again. Returns the worst exit code."""
-    a = p.parse_args()
-    lists = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
-    for key, allowed in lists.items():
-        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
-        if bad:
-            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
-    code = 0
-    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
-        one = copy.copy(a)
-        one.precision, one.mode = precision, mode
-        code = max(code, run(one))
-        _release(one)
-    return code
+    """One BARE line per (precision, mode) of the comma lists, in one process (bare_cli.run_all)."""
+    return bare_cli.run_all(p, run, _release)
 
 
 def _release(a: argparse.Namespace) -> None:
-    """Free the last configuration's model, optimizer state and compiled graphs before the next one."""
-    gc.collect()
+    """Free the last configuration's compiled graphs and cached GPU memory before the next one."""
     if a.compile:
         torch._dynamo.reset()
     if torch.cuda.is_available():
@@ -161,28 +135,12 @@ def _window(dev: torch.device) -> Iterator[Callable[[], float]]:
 
 
 def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:
-    """Print the one BARE line (median and p5/p95 over windows, final loss) and return the exit code:
-    3 when a training loss ended NaN or inf, which voids the figure."""
-    cuts = statistics.quantiles(rates, n=20, method="inclusive") if len(rates) > 1 else rates * 19
-    last = None if loss is None else float(loss)
-    finite = last is None or math.isfinite(last)
-    result = {
-        **vars(a),
-        **facts,
+    """The BARE line (bare_cli.report) with torch's facts; exit code 3 for a NaN or inf final loss."""
+    mine = {
         "device": prec.device.type,
         "compute_dtype": str(prec.dtype or torch.float32).removeprefix("torch."),
-        "throughput": statistics.median(rates),
-        "p05": cuts[0],
-        "p95": cuts[18],
-        "all": rates,
-        "loss_last": last,
-        "loss_finite": finite,
         "torch": torch.__version__,
     }
     if prec.device.type == "cuda":
-        result["gpu"] = torch.cuda.get_device_name(prec.device)
-    print("BARE " + json.dumps(result), flush=True)
-    if not finite:
-        print(f"non-finite final loss {last}: the figure is void", file=sys.stderr)
-        return 3
-    return 0
+        mine["gpu"] = torch.cuda.get_device_name(prec.device)
+    return bare_cli.report(a, rates, loss, {**facts, **mine})

@@ -21,13 +21,8 @@ to its outputs (--no-jit: op by op, nothing donated); a call returns once its wo
 from __future__ import annotations
 
 import argparse
-import copy
-import gc
-import itertools
-import json
 import math
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -36,6 +31,7 @@ from typing import Any
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # as dlbench's JAX worker
 
+import bare_cli  # noqa: E402
 import flax  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -43,36 +39,18 @@ import optax  # noqa: E402
 
 
 def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.ArgumentParser:
-    """The flags every JAX yardstick takes; each script adds its own model and batch flags."""
-    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
-    p.add_argument("--precision", default="amp", help="fp32|tf32|amp|bf16, or a comma list")
-    p.add_argument("--mode", default="train", help="train|infer, or a comma list")
-    p.add_argument("--warmup", type=int, default=warmup, help="untimed steps first (tracing, XLA, autotune)")
-    p.add_argument("--steps", type=int, default=steps, help="steps per timed window")
-    p.add_argument("--windows", type=int, default=windows, help="timed windows; the median is the figure")
+    """The flags every yardstick takes (bare_cli.py), JAX's own; each script adds its model and batch flags."""
+    p = bare_cli.parser(
+        doc, warmup=warmup, steps=steps, windows=windows, warmup_help="tracing, XLA, autotune"
+    )
     p.add_argument("--no-jit", dest="jit", action="store_false", help="run the step op by op")
-    p.add_argument("--seed", type=int, default=0)
     return p
 
 
 def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:
-    """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each.
-    Returns the worst exit code."""
-    a = p.parse_args()
-    lists = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
-    for key, allowed in lists.items():
-        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
-        if bad:
-            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
-    code = 0
-    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
-        one = copy.copy(a)
-        one.precision, one.mode = precision, mode
-        code = max(code, run(one))
-        jax.clear_caches()  # the last configuration's compiled steps
-        gc.collect()
-    return code
+    """One BARE line per (precision, mode) of the comma lists, in one process (bare_cli.run_all); the last
+    configuration's compiled steps are dropped between them."""
+    return bare_cli.run_all(p, run, lambda _: jax.clear_caches())
 
 
 @dataclass
@@ -178,14 +156,8 @@ def measure(step: Callable[[], tuple[int, Any]], a: argparse.Namespace) -> tuple
 
 
 def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:
-    """Print the one BARE line (median and p5/p95 over windows, final loss) and return the exit code:
-    3 when a training loss ended NaN or inf, which voids the figure."""
-    cuts = statistics.quantiles(rates, n=20, method="inclusive") if len(rates) > 1 else rates * 19
-    last = None if loss is None else float(loss)
-    finite = last is None or math.isfinite(last)
-    result = {
-        **vars(a),
-        **facts,
+    """The BARE line (bare_cli.report) with JAX's facts; exit code 3 for a NaN or inf final loss."""
+    mine = {
         "framework": "jax",
         "compile": bool(a.jit),  # jax.jit, read by yardsticks/page.py (its compiler is "jit")
         "device": prec.device,
@@ -193,20 +165,10 @@ def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **f
         "loss_scale": "dynamic" if prec.loss_scaling else "none",
         "matmul_precision": prec.matmul_precision,
         "tf32": prec.matmul_precision == "tensorfloat32",
-        "throughput": statistics.median(rates),
-        "p05": cuts[0],
-        "p95": cuts[18],
-        "all": rates,
-        "loss_last": last,
-        "loss_finite": finite,
         "jax": jax.__version__,
         "flax": flax.__version__,
         "optax": optax.__version__,
     }
     if prec.device == "cuda":
-        result["gpu"] = prec.jax_device.device_kind
-    print("BARE " + json.dumps(result), flush=True)
-    if not finite:
-        print(f"non-finite final loss {last}: the figure is void", file=sys.stderr)
-        return 3
-    return 0
+        mine["gpu"] = prec.jax_device.device_kind
+    return bare_cli.report(a, rates, loss, {**facts, **mine})

@@ -1,0 +1,74 @@
+"""What every yardstick shares whatever its framework: the common flags, one run per (precision, mode) of
+the comma lists in one process, and the one `BARE {json}` line with its window statistics.
+
+Framework-free on purpose: bare_common.py (PyTorch), bare_tf_common.py and bare_jax_common.py add their own
+flags, precision switches, timing and facts, and say how a finished configuration is released (the torch
+cache, `keras.backend.clear_session`, `jax.clear_caches`). Like them it imports nothing from dlbench: a
+yardstick is the loop a careful engineer writes by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import itertools
+import json
+import math
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+CHOICES = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
+
+
+def parser(doc: str, *, warmup: int, steps: int, windows: int, warmup_help: str) -> argparse.ArgumentParser:
+    """The flags of every yardstick; the framework's common module and each script add their own."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    p.add_argument("--precision", default="amp", help="fp32|tf32|amp|bf16, or a comma list")
+    p.add_argument("--mode", default="train", help="train|infer, or a comma list")
+    p.add_argument("--warmup", type=int, default=warmup, help=f"untimed steps first ({warmup_help})")
+    p.add_argument("--steps", type=int, default=steps, help="steps per timed window")
+    p.add_argument("--windows", type=int, default=windows, help="timed windows; the median is the figure")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def run_all(
+    p: argparse.ArgumentParser,
+    run: Callable[[argparse.Namespace], int],
+    release: Callable[[argparse.Namespace], None],
+) -> int:
+    """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each, and no
+    interpreter start or device initialisation paid again; `release` frees a configuration's model,
+    optimizer state and compiled steps before the next. Returns the worst exit code."""
+    a = p.parse_args()
+    for key, allowed in CHOICES.items():
+        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
+        if bad:
+            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
+    code = 0
+    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
+        one = copy.copy(a)
+        one.precision, one.mode = precision, mode
+        code = max(code, run(one))
+        release(one)
+        gc.collect()
+    return code
+
+
+def report(a: argparse.Namespace, rates: list[float], loss: Any, facts: dict[str, Any]) -> int:
+    """Print the one BARE line (the flags, the framework's `facts`, median and p5/p95 over windows, final
+    loss) and return the exit code: 3 when a training loss ended NaN or inf, which voids the figure."""
+    cuts = statistics.quantiles(rates, n=20, method="inclusive") if len(rates) > 1 else rates * 19
+    last = None if loss is None else float(loss)
+    finite = last is None or math.isfinite(last)
+    window = {"throughput": statistics.median(rates), "p05": cuts[0], "p95": cuts[18], "all": rates}
+    result = {**vars(a), **facts, **window, "loss_last": last, "loss_finite": finite}
+    print("BARE " + json.dumps(result), flush=True)
+    if not finite:
+        print(f"non-finite final loss {last}: the figure is void", file=sys.stderr)
+        return 3
+    return 0
