@@ -25,7 +25,7 @@ run: setup
 	$(PY) src/run.py $(SWEEP)
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25  # the slowest tests listed last: where the suite's time goes
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
