@@ -44,8 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from bare_data import BOS, EOS, FIRST_WORD, PAD, sentence_pairs
 
-PAD, BOS, EOS, FIRST_WORD = 0, 1, 2, 4
 MAX_POSITIONS = 1024
 
 
@@ -234,24 +234,6 @@ def noam(d: int, warmup: int):
         return peak * jnp.where(s < w, s / w, jnp.sqrt(w / s))
 
     return lr
-
-
-def sentence_pairs(n: int, a: argparse.Namespace, rng: np.random.Generator):
-    """n random pairs, lengths uniform in [min_len, max_len], padded to max_len: (src, tgt_in, labels) int32.
-    The decoder reads BOS + target[:-1] and is trained to emit the target, which ends with EOS."""
-
-    def tokens(lengths: np.ndarray) -> np.ndarray:
-        ids = rng.integers(FIRST_WORD, a.vocab, (n, a.max_len))
-        pos = np.arange(a.max_len)
-        ids[pos == (lengths - 1)[:, None]] = EOS
-        ids[pos >= lengths[:, None]] = PAD
-        return ids.astype(np.int32)
-
-    src = tokens(rng.integers(a.min_len, a.max_len + 1, n))
-    labels = tokens(rng.integers(a.min_len, a.max_len + 1, n))
-    tgt_in = np.concatenate([np.full((n, 1), BOS, np.int32), labels[:, :-1]], 1)
-    tgt_in[labels == PAD] = PAD
-    return src, tgt_in, labels
 
 
 def greedy_decoder(model: Transformer, steps: int, sentences: int, a: argparse.Namespace):

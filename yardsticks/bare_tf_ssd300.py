@@ -24,7 +24,6 @@ Usage: python yardsticks/bare_tf_ssd300.py [--batch 128] [--xla] [--precision am
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import sys
 
@@ -32,6 +31,7 @@ import bare_tf_common as common
 import keras
 import numpy as np
 import tensorflow as tf
+from bare_data import default_boxes, encoded_targets
 from bare_tf_classification import bn, bottleneck, conv
 from keras import layers
 
@@ -80,62 +80,6 @@ def ssd300(size: int = 300, classes: int = 81) -> keras.Model:
     )
     model.feature_sizes = [int(f.shape[1]) for f in feats]
     return model
-
-
-def default_boxes(feature_sizes: list[int], size: int) -> np.ndarray:
-    """DLE's dboxes300_coco(): (A, 4) cx, cy, w, h in [0, 1] in the order the heads emit them (at 300x300
-    exactly DLE's 8,732; other sizes scale the steps and box sizes to the maps the network makes)."""
-    steps = [8, 16, 32, 64, 100, 300] if size == 300 else [size / f for f in feature_sizes]
-    scales = [s * size / 300 for s in (21, 45, 99, 153, 207, 261, 315)]
-    ratios = [[2], [2, 3], [2, 3], [2, 3], [2], [2]]
-    boxes = []
-    for k, fsize in enumerate(feature_sizes):
-        s1, s2 = scales[k] / size, scales[k + 1] / size
-        sizes = [(s1, s1), (math.sqrt(s1 * s2),) * 2]
-        for r in ratios[k]:
-            w, h = s1 * math.sqrt(r), s1 / math.sqrt(r)
-            sizes += [(w, h), (h, w)]
-        fk = size / steps[k]
-        for (w, h), (i, j) in itertools.product(sizes, itertools.product(range(fsize), repeat=2)):
-            boxes.append(((j + 0.5) / fk, (i + 0.5) / fk, w, h))
-    return np.clip(np.array(boxes, np.float32), 0, 1)
-
-
-def ltrb(b: np.ndarray) -> np.ndarray:
-    return np.concatenate([b[:, :2] - b[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2], 1)
-
-
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    lt, rb = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), -1)
-    area = lambda x: np.prod(x[:, 2:] - x[:, :2], -1)  # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None, :] - inter)
-
-
-def encoded_targets(n: int, dboxes: np.ndarray, classes: int, rng: np.random.Generator, max_objects: int = 8):
-    """Random objects per image encoded to the default boxes (DALI's box_encoder with offsets): gloc (n, 4, A)
-    = ((cx, cy) - default) / default wh / 0.1 and log(wh / default wh) / 0.2 on matched boxes, 0 elsewhere;
-    glabel (n, A) int32, 0 = background."""
-    d = ltrb(dboxes)
-    locs, labels = [], []
-    for _ in range(n):
-        k = int(rng.integers(1, max_objects + 1))
-        lt = rng.random((k, 2)) * 0.7
-        obj = np.concatenate([lt, np.minimum(lt + 0.05 + rng.random((k, 2)) * 0.4, 1.0)], 1)
-        m = iou(obj, d)  # (k, A)
-        best_iou, best_obj = m.max(0), m.argmax(0)
-        best_box = m.argmax(1)
-        best_iou[best_box], best_obj[best_box] = 2.0, np.arange(k)
-        match = best_iou > 0.5
-        label = np.zeros(len(dboxes), np.int32)
-        label[match] = rng.integers(1, classes, k)[best_obj[match]]
-        o, db = obj[best_obj[match]], dboxes[match]
-        xy, wh = (o[:, :2] + o[:, 2:]) / 2, o[:, 2:] - o[:, :2]
-        offsets = np.zeros((len(dboxes), 4), np.float32)
-        offsets[match] = np.concatenate([(xy - db[:, :2]) / db[:, 2:] / 0.1, np.log(wh / db[:, 2:]) / 0.2], 1)
-        locs.append(offsets.T)
-        labels.append(label)
-    return np.stack(locs).astype(np.float32), np.stack(labels)
 
 
 def multibox_loss(ploc, pconf, gloc, glabel):
