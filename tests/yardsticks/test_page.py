@@ -7,12 +7,21 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from dlbench.config import JobConfig
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
 from tests.conftest import ROOT
 from yardsticks.page import digest
+
+
+def make_page(out: Path, *args: str) -> subprocess.CompletedProcess:
+    """yardsticks/page.py as a user runs it, the page written to `out` (.md and .csv)."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "yardsticks/page.py"), *args, "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
 
 
 def log(
@@ -55,10 +64,7 @@ def test_page_ratios_skip_diverged_jobs_and_other_optimizers(tmp_path):
         for o, s in rows
     ))  # fmt: skip
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "gpu", str(db), str(bare), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "gpu", str(db), str(bare))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text()
     ratios = [line for line in md.splitlines() if line.startswith("- [gpu]")]
@@ -130,10 +136,7 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
     bare_file = tmp_path / "bare.jsonl"
     bare_file.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare))
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "s", str(db), str(bare_file), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "s", str(db), str(bare_file))
     assert proc.returncode == 0, proc.stderr
     ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [s]")]
     assert ratios == [
@@ -155,10 +158,7 @@ def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_p
     log(client, eid, "synthetic", "fused", 6000.0, 3.0)
     log(client, eid, "imagenet", "fused", 5940.0, 3.0, decode="cpu")
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "gpu", str(db), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "gpu", str(db))
     assert proc.returncode == 0, proc.stderr
     ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
     assert ratios == [
@@ -191,10 +191,7 @@ def test_parity_table_shows_each_cell_once_with_a_column_per_run(tmp_path):
     empty.write_text("")
     out = tmp_path / "page"
     sources = ["--source", "s", str(db), str(bare_file), "--source", "t", str(db), str(bare_file)]
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), *sources, "--source", "u", str(db), str(empty), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, *sources, "--source", "u", str(db), str(empty))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text().splitlines()
     at = md.index("## Harness vs yardstick by cell")
@@ -236,10 +233,7 @@ def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
     common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
     bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), str(bare), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "h", str(db), str(bare))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text().splitlines()
     assert sorted(line for line in md if line.startswith("- [h] harness")) == [
@@ -280,10 +274,7 @@ def test_jax_jobs_pair_only_with_jax_lines_of_the_same_compiler(tmp_path):
     common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
     bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), str(bare), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "h", str(db), str(bare))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text().splitlines()
     assert sorted(line for line in md if line.startswith("- [h] harness")) == [
@@ -314,10 +305,7 @@ def test_serve_jobs_get_a_loadgen_table_with_their_percentiles_and_verdict(tmp_p
             run.tags({"serve.valid": "VALID", "serve.scenario": scenario, "run.execution": "jit"})
         run.finish(status)
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "h", str(db), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "h", str(db))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text().splitlines()
     table = md[md.index("## Serving (MLPerf LoadGen)") + 4 :]
@@ -363,10 +351,7 @@ def test_jax_ssd300_and_transformer_lines_pair_with_their_jax_jobs(tmp_path):
     bare = tmp_path / "bare.jsonl"
     bare.write_text("".join("BARE " + json.dumps(jax_line | b | {"loss_finite": True}) + "\n" for b in lines))
     out = tmp_path / "page"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "yardsticks/page.py"), "--source", "j", str(db), str(bare), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = make_page(out, "--source", "j", str(db), str(bare))
     assert proc.returncode == 0, proc.stderr
     md = out.with_suffix(".md").read_text().splitlines()
     assert sorted(line for line in md if line.startswith("- [j] harness")) == [
