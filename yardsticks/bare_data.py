@@ -18,6 +18,15 @@ PAD, BOS, EOS, FIRST_WORD = 0, 1, 2, 4  # the Transformer's special token ids, a
 # ---- SSD300 ---------------------------------------------------------------------------------------------
 
 
+def ssd300_flags(p: argparse.ArgumentParser) -> None:
+    """SSD300's flags, the same in every framework's yardstick (so one command line pairs them all)."""
+    p.add_argument("--batch", type=int, default=None, help="images per step (default 128 on CUDA, 2 on CPU)")
+    p.add_argument("--image-size", type=int, default=300)
+    p.add_argument("--num-classes", type=int, default=81)
+    p.add_argument("--lr", type=float, default=2.6e-3)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+
+
 def default_boxes(feature_sizes: list[int], size: int) -> np.ndarray:
     """DLE's dboxes300_coco(): (A, 4) cx, cy, w, h in [0, 1] in the order the heads emit them (at 300x300
     exactly DLE's 8,732; other sizes scale the steps and box sizes to the maps the network makes)."""
@@ -75,6 +84,24 @@ def encoded_targets(n: int, dboxes: np.ndarray, classes: int, rng: np.random.Gen
 
 
 # ---- Transformer ----------------------------------------------------------------------------------------
+
+
+def transformer_flags(p: argparse.ArgumentParser) -> None:
+    """Transformer-base's flags, the same in the TF and JAX yardsticks."""
+    p.add_argument(
+        "--batch-tokens", type=int, default=None, help="padded target tokens per batch (5120; CPU 256)"
+    )
+    p.add_argument("--min-len", type=int, default=8)
+    p.add_argument("--max-len", type=int, default=64)
+    p.add_argument("--decode-len", type=int, default=None, help="greedy decoding steps (default --max-len)")
+    p.add_argument("--pool", type=int, default=8, help="distinct synthetic batches, cycled")
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--d-ff", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=6, help="encoder layers, and as many decoder layers")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--lr-warmup", type=int, default=4000, help="Adam's warm-up steps (the paper's 4,000)")
 
 
 def sentence_pairs(n: int, a: argparse.Namespace, rng: np.random.Generator):

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from bare_data import default_boxes, encoded_targets
+from bare_data import default_boxes, encoded_targets, ssd300_flags
 from bare_jax_classification import Bottleneck, Net
 
 FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
@@ -164,11 +164,7 @@ def run(a: argparse.Namespace) -> int:
 
 def main() -> int:
     p = common.parser(__doc__, warmup=20, steps=20, windows=8)
-    p.add_argument("--batch", type=int, default=None, help="images per step (default 128 on CUDA, 2 on CPU)")
-    p.add_argument("--image-size", type=int, default=300)
-    p.add_argument("--num-classes", type=int, default=81)
-    p.add_argument("--lr", type=float, default=2.6e-3)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
+    ssd300_flags(p)
     return common.run_all(p, run)
 
 

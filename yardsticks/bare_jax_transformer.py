@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from bare_data import BOS, EOS, FIRST_WORD, PAD, sentence_pairs
+from bare_data import BOS, EOS, FIRST_WORD, PAD, sentence_pairs, transformer_flags
 
 MAX_POSITIONS = 1024
 
@@ -314,20 +314,7 @@ def run(a: argparse.Namespace) -> int:
 
 def main() -> int:
     p = common.parser(__doc__, warmup=20, steps=20, windows=8)
-    p.add_argument(
-        "--batch-tokens", type=int, default=None, help="padded target tokens per batch (5120; CPU 256)"
-    )
-    p.add_argument("--min-len", type=int, default=8)
-    p.add_argument("--max-len", type=int, default=64)
-    p.add_argument("--decode-len", type=int, default=None, help="greedy decoding steps (default --max-len)")
-    p.add_argument("--pool", type=int, default=8, help="distinct synthetic batches, cycled")
-    p.add_argument("--vocab", type=int, default=32000)
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--d-ff", type=int, default=2048)
-    p.add_argument("--layers", type=int, default=6, help="encoder layers, and as many decoder layers")
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--lr-warmup", type=int, default=4000, help="Adam's warm-up steps (the paper's 4,000)")
+    transformer_flags(p)
     return common.run_all(p, run)
 
 

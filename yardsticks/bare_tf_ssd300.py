@@ -31,7 +31,7 @@ import bare_tf_common as common
 import keras
 import numpy as np
 import tensorflow as tf
-from bare_data import default_boxes, encoded_targets
+from bare_data import default_boxes, encoded_targets, ssd300_flags
 from bare_tf_classification import bn, bottleneck, conv
 from keras import layers
 
@@ -138,11 +138,7 @@ def run(a: argparse.Namespace) -> int:
 
 def main() -> int:
     p = common.parser(__doc__, warmup=20, steps=20, windows=8)
-    p.add_argument("--batch", type=int, default=None, help="images per step (default 128 on CUDA, 2 on CPU)")
-    p.add_argument("--image-size", type=int, default=300)
-    p.add_argument("--num-classes", type=int, default=81)
-    p.add_argument("--lr", type=float, default=2.6e-3)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
+    ssd300_flags(p)
     return common.run_all(p, run)
 
 

@@ -39,7 +39,7 @@ import bare_tf_common as common
 import keras
 import numpy as np
 import tensorflow as tf
-from bare_data import BOS, EOS, FIRST_WORD, PAD, sentence_pairs
+from bare_data import BOS, EOS, FIRST_WORD, PAD, sentence_pairs, transformer_flags
 from keras import layers, ops
 
 
@@ -279,13 +279,7 @@ def run(a: argparse.Namespace) -> int:
 
 def main() -> int:
     p = common.parser(__doc__, warmup=20, steps=20, windows=8)
-    p.add_argument(
-        "--batch-tokens", type=int, default=None, help="padded target tokens per batch (5120; CPU 256)"
-    )
-    p.add_argument("--min-len", type=int, default=8)
-    p.add_argument("--max-len", type=int, default=64)
-    p.add_argument("--decode-len", type=int, default=None, help="greedy decoding steps (default --max-len)")
-    p.add_argument("--pool", type=int, default=8, help="distinct synthetic batches, cycled")
+    transformer_flags(p)
     p.add_argument(
         "--mask", choices=("always", "auto"), default="always",
         help="key-padding mask on every batch (as dlbench's TF model) or only on batches with padding",
@@ -295,13 +289,6 @@ def main() -> int:
         help="decoding's key/value caches: grown by concatenation (dlbench's TF model without XLA) or "
         "preallocated to --decode-len with a position mask (with XLA: one shape, XLA compiles the step once)",
     )  # fmt: skip
-    p.add_argument("--vocab", type=int, default=32000)
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--d-ff", type=int, default=2048)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--lr-warmup", type=int, default=4000, help="Adam's warm-up steps (the paper's 4,000)")
     return common.run_all(p, run)
 
 
