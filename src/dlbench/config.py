@@ -142,13 +142,16 @@ class ServeConfig:
     batch_sizes: list[int] | None = None
     min_duration_s: float = 10.0  # LoadGen min_duration_ms: the run lasts at least this long
     max_duration_s: float | None = None  # max_duration_ms (null: no limit)
-    min_query_count: int = 100  # min_query_count: at least this many queries (offline: samples)
+    # min_query_count: at least this many queries (offline: samples); null: 662 in MultiStream (the fewest its
+    # early-stopping p99 accepts), 100 otherwise
+    min_query_count: int | None = None
     max_query_count: int | None = None  # max_query_count (null: no limit)
     # server: server_target_qps (the Poisson rate); offline: offline_expected_qps (null: the warm-up's
     # samples/s at max_batch)
     target_qps: float | None = None
     latency_bound_ms: float | None = None  # server: server_target_latency_ns, the p99 bound (null: 100 ms)
-    # single_stream / multi_stream expected latency (null: the warm-up's measured step time)
+    # single_stream / multi_stream expected latency of one query (null: the warm-up's fastest step at the
+    # size a query runs at)
     expected_latency_ms: float | None = None
     samples_per_query: int = 8  # multi_stream_samples_per_query
     sample_count: int = 256  # samples the QSL holds in host memory (performance_sample_count)

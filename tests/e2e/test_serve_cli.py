@@ -36,6 +36,7 @@ def test_single_stream_and_offline_log_loadgens_own_percentiles(cli):
         for name in ("p50", "p95", "p99", "p999", "max"):
             assert m[f"latency_{name}_ms"] > 0
         assert f"Result is : {tags['serve.valid']}" in text
+        assert (tags["serve.valid"] == "INVALID") == bool(tags.get("serve.invalid_because"))  # LoadGen's why
         assert run.data.params["loadgen.min_duration_ms"] == "1000"  # serve.min_duration_s=1 (smoke)
         artifacts = {a.path for a in cli.client().list_artifacts(run.info.run_id, "loadgen")}
         assert artifacts == {"loadgen/mlperf_log_summary.txt", "loadgen/mlperf_log_detail.txt"}

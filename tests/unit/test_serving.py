@@ -15,7 +15,7 @@ from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
 lg = pytest.importorskip("mlperf_loadgen")
 
 
-def _loadgen_test(out, scenario: str, sleep_s: float) -> None:
+def _loadgen_test(out, scenario: str, sleep_s: float, settings=None) -> None:
     """A real LoadGen test against a SUT that answers after `sleep_s`: the files the parser meets."""
 
     def issue(samples):
@@ -24,11 +24,12 @@ def _loadgen_test(out, scenario: str, sleep_s: float) -> None:
 
     sut = lg.ConstructSUT(issue, lambda: None)
     qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
-    settings = lg.TestSettings()
-    settings.scenario = getattr(lg.TestScenario, scenario)
-    settings.mode = lg.TestMode.PerformanceOnly
-    settings.min_duration_ms, settings.min_query_count = 200, 10
-    settings.offline_expected_qps = 200
+    if settings is None:
+        settings = lg.TestSettings()
+        settings.scenario = getattr(lg.TestScenario, scenario)
+        settings.mode = lg.TestMode.PerformanceOnly
+        settings.min_duration_ms, settings.min_query_count = 200, 10
+        settings.offline_expected_qps = 200
     logs = lg.LogSettings()
     logs.log_output.outdir = str(out)
     logs.log_output.copy_summary_to_stdout = False
@@ -58,6 +59,45 @@ def test_the_parsed_figures_are_loadgens_own(tmp_path, scenario):
     rate = "samples_per_s" if scenario == "Offline" else "qps"
     assert m[rate] > 0 and parsed["settings"]["min_duration_ms"] == "200"
     assert m["latency_p50_ms"] >= 2.0  # the SUT slept 2 ms per query: milliseconds, not ns or s
+
+
+def _multi_stream(min_query_count):
+    from dlbench.config import ServeConfig
+    from dlbench.serving.loadgen_run import test_settings
+
+    serve = ServeConfig(scenario="multi_stream", min_duration_s=0.2, min_query_count=min_query_count)
+    # a lone sample's step 1 ms, a query's 8 samples 2.5 ms: LoadGen must expect 2.5 ms, not 8 x 1 ms
+    estimates = {"latency_1_ms": 1.0, "latency_query_ms": 2.5, "samples_per_s_max_batch": 3200.0}
+    return test_settings(serve, estimates)
+
+
+def test_multi_stream_expects_the_querys_own_latency_and_enough_queries_for_a_verdict(tmp_path):
+    settings = _multi_stream(None)
+    assert settings.multi_stream_expected_latency_ns == 2_500_000
+    assert settings.min_query_count == 662  # the fewest LoadGen's early-stopping p99 accepts
+    _loadgen_test(tmp_path, "MultiStream", 0.0025, settings)
+    parsed = parse_summary(tmp_path / SUMMARY_FILE)
+    assert (parsed["valid"], parsed["invalid_because"]) == ("VALID", "")
+    assert parsed["settings"]["min_query_count"] == "662"
+
+
+def test_an_invalid_verdict_says_why_in_loadgens_words(tmp_path):
+    _loadgen_test(tmp_path, "MultiStream", 0.0025, _multi_stream(10))  # too few queries for early stopping
+    parsed = parse_summary(tmp_path / SUMMARY_FILE)
+    assert parsed["valid"] == "INVALID"
+    assert parsed["invalid_because"].startswith("Early stopping not satisfied: Only processed ")
+    assert "Need to process at least 662 queries" in parsed["invalid_because"]
+
+
+def test_a_querys_latency_is_its_steps_at_the_allowed_sizes():
+    from dlbench.serving.loadgen_run import query_latency
+
+    step = {1: 1.0, 2: 1.5, 4: 2.0, 8: 3.0}.__getitem__  # seconds per step at each allowed size
+    sizes = [1, 2, 4, 8]
+    assert query_latency(1, sizes, step) == 1.0
+    assert query_latency(3, sizes, step) == 2.0  # padded to 4
+    assert query_latency(8, sizes, step) == 3.0
+    assert query_latency(20, sizes, step) == 3.0 + 3.0 + 2.0  # two full steps of 8, then 4
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,7 @@ EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the name of the task's
 EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an epoch's loss or metric was NaN/inf
 
 SERVE_VALID_TAG = "serve.valid"  # mode=serve: LoadGen's verdict, VALID or INVALID
+SERVE_INVALID_TAG = "serve.invalid_because"  # mode=serve, INVALID only: LoadGen's unmet checks and advice
 SERVE_SCENARIO_TAG = "serve.scenario"  # mode=serve: LoadGen's scenario name (SingleStream...)
 
 # ---- thresholds ----------------------------------------------------------------------------------

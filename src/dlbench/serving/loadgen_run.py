@@ -22,7 +22,13 @@ import numpy as np
 
 from dlbench.config import JobConfig, ServeConfig
 from dlbench.data.synthetic import HostBatch, synthetic_batch
-from dlbench.serving.settings import DEFAULT_LATENCY_BOUND_MS, QUERY_ROWS, SCENARIOS, allowed_batch_sizes
+from dlbench.serving.settings import (
+    DEFAULT_LATENCY_BOUND_MS,
+    QUERY_ROWS,
+    SCENARIOS,
+    allowed_batch_sizes,
+    min_queries,
+)
 
 NS_PER_MS = 1_000_000
 
@@ -140,11 +146,12 @@ class Answerer:
             self.answer(taken)
 
 
-def warm_up(answerer: Answerer, reps: int) -> dict[str, float]:
+def warm_up(answerer: Answerer, reps: int, query_samples: int = 1) -> dict[str, float]:
     """Every allowed batch size once (the only shapes a step meets), so none is first traced, compiled or
-    bound in the test, then at least 3 timed steps at the smallest and at max_batch: the estimates LoadGen
-    is told when the user gives none (a lone query runs at the smallest size). The fastest step counts, so
-    that LoadGen plans enough queries for its minimum duration even when the steps get faster once warm.
+    bound in the test, then at least 3 timed steps at the smallest size, at max_batch and at the size a
+    query of `query_samples` runs at: the estimates LoadGen is told when the user gives none (a lone query
+    runs at the smallest size, a MultiStream query at the size holding its samples). The fastest step counts,
+    so that LoadGen plans enough queries for its minimum duration even when the steps get faster once warm.
     The layer probe has seen a real step by then and is removed."""
     bench, sizes = answerer.bench, answerer.sizes
     for size in sizes:
@@ -163,7 +170,19 @@ def warm_up(answerer: Answerer, reps: int) -> dict[str, float]:
         return min(times)
 
     one, full = fastest(sizes[0]), fastest(sizes[-1])
-    return {"latency_1_ms": 1000 * one, "samples_per_s_max_batch": sizes[-1] / full}
+    return {
+        "latency_1_ms": 1000 * one,
+        "samples_per_s_max_batch": sizes[-1] / full,
+        "latency_query_ms": 1000 * query_latency(query_samples, sizes, fastest),
+    }
+
+
+def query_latency(samples: int, sizes: list[int], fastest: Any) -> float:
+    """Seconds a query of `samples` takes when answered alone: full steps of max_batch, then one step at
+    the allowed size that holds the rest (each step's time from `fastest(size)`)."""
+    full, rest = divmod(samples, sizes[-1])
+    seconds = full * fastest(sizes[-1]) if full else 0.0
+    return seconds + (fastest(next(s for s in sizes if s >= rest)) if rest else 0.0)
 
 
 def test_settings(serve: ServeConfig, estimates: dict[str, float]) -> lg.TestSettings:
@@ -173,11 +192,12 @@ def test_settings(serve: ServeConfig, estimates: dict[str, float]) -> lg.TestSet
     s.mode = lg.TestMode.PerformanceOnly
     s.min_duration_ms = int(serve.min_duration_s * 1000)
     s.max_duration_ms = int((serve.max_duration_s or 0) * 1000)  # 0: no limit
-    s.min_query_count = serve.min_query_count
+    s.min_query_count = min_queries(serve)
     s.max_query_count = serve.max_query_count or 0
-    expected_ns = int((serve.expected_latency_ms or estimates["latency_1_ms"]) * NS_PER_MS)
-    s.single_stream_expected_latency_ns = max(expected_ns, 1)
-    s.multi_stream_expected_latency_ns = max(expected_ns * serve.samples_per_query, 1)
+    single = serve.expected_latency_ms or estimates["latency_1_ms"]
+    multi = serve.expected_latency_ms or estimates["latency_query_ms"]
+    s.single_stream_expected_latency_ns = max(int(single * NS_PER_MS), 1)
+    s.multi_stream_expected_latency_ns = max(int(multi * NS_PER_MS), 1)
     s.multi_stream_samples_per_query = serve.samples_per_query
     s.offline_expected_qps = serve.target_qps or estimates["samples_per_s_max_batch"]
     s.server_target_qps = serve.target_qps or 0.5 * estimates["samples_per_s_max_batch"]
@@ -244,7 +264,8 @@ def run_serve(bench: Any, job: JobConfig, out_dir: Path, emit: Any) -> dict[str,
     library = sample_library(bench, job)
     answerer = Answerer(bench, library, allowed_batch_sizes(serve))
     start = time.perf_counter()
-    estimates = warm_up(answerer, job.schedule.warmup_steps)
+    query = serve.samples_per_query if serve.scenario == "multi_stream" else 1
+    estimates = warm_up(answerer, job.schedule.warmup_steps, query)
     emit("warmup_done", warmup_s=time.perf_counter() - start, steps=len(answerer.sizes))
     warmup_sizes, answerer.ran = sorted(answerer.ran), set()
     settings, search = test_settings(serve, estimates), {}

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from dlbench.core.names import SERVE_SCENARIO_TAG, SERVE_VALID_TAG
+from dlbench.core.names import SERVE_INVALID_TAG, SERVE_SCENARIO_TAG, SERVE_VALID_TAG
 from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
 
 log = logging.getLogger("dlbench")
@@ -37,15 +37,18 @@ def record_served(run: Any, served: dict[str, Any] | None, label: str) -> dict[s
     run.params({"serve.rows_per_sample": served.get("rows_per_sample", 1)})  # e.g. a user's candidates
     run.params(_step_sizes(served))
     run.tags({SERVE_VALID_TAG: parsed["valid"], SERVE_SCENARIO_TAG: parsed["scenario"]})
+    if parsed["invalid_because"]:
+        run.tags({SERVE_INVALID_TAG: parsed["invalid_because"][:500]})
     for name in (SUMMARY_FILE, DETAIL_FILE):
         if (log_dir / name).exists():
             run.artifact(log_dir / name, "loadgen")
     if served.get("search"):
         _record_search(run, served["search"], log_dir / "search")
     rate = next((f", {metrics[k]:.1f} {u}/s" for k, u in _RATES if k in metrics), "")
+    why = f" ({parsed['invalid_because']})" if parsed["invalid_because"] else ""
     log.info(
-        "%s: LoadGen %s %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms%s",
-        label, parsed["scenario"], parsed["valid"], metrics.get("latency_p50_ms", float("nan")),
+        "%s: LoadGen %s %s%s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms%s",
+        label, parsed["scenario"], parsed["valid"], why, metrics.get("latency_p50_ms", float("nan")),
         metrics.get("latency_p90_ms", float("nan")), metrics.get("latency_p99_ms", float("nan")), rate,
     )  # fmt: skip
     return metrics

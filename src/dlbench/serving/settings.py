@@ -21,6 +21,18 @@ SCENARIOS = {
 QUERY_ROWS = {"classification": 1, "recommendation": 101, "detection": 1, "translation": 1}
 SERVED_TASKS = tuple(QUERY_ROWS)
 DEFAULT_LATENCY_BOUND_MS = 100.0  # server: a bound must be given to LoadGen; MLPerf's ResNet-50 one is 15 ms
+# serve.min_query_count=null: the fewest queries whose test LoadGen can call VALID. MultiStream's verdict
+# rests on early stopping's estimate of the p99 per-query latency, which LoadGen refuses below 662 queries
+# ("Need to process at least 662 queries for early stopping"); the other scenarios need fewer.
+DEFAULT_MIN_QUERIES = {"multi_stream": 662}
+DEFAULT_MIN_QUERY_COUNT = 100
+
+
+def min_queries(serve: Any) -> int:
+    """serve.min_query_count, or (null) the scenario's default above."""
+    if serve.min_query_count is not None:
+        return serve.min_query_count
+    return DEFAULT_MIN_QUERIES.get(serve.scenario, DEFAULT_MIN_QUERY_COUNT)
 
 
 def allowed_batch_sizes(serve: Any) -> list[int]:
@@ -73,10 +85,14 @@ def serve_problems(serve: Any, task: str, dataset: str) -> list[tuple[bool, str]
             f"serve.max_duration_s={s.max_duration_s} is below serve.min_duration_s={s.min_duration_s}: "
             "the run could never last long enough",
         ),
-        (s.min_query_count >= 1, f"serve.min_query_count={s.min_query_count}: use 1 or more"),
         (
-            s.max_query_count is None or s.max_query_count >= s.min_query_count,
-            f"serve.max_query_count={s.max_query_count} is below serve.min_query_count={s.min_query_count}",
+            s.min_query_count is None or s.min_query_count >= 1,
+            f"serve.min_query_count={s.min_query_count}: use 1 or more (or null: the scenario's need)",
+        ),
+        (
+            s.max_query_count is None or s.max_query_count >= min_queries(s),
+            f"serve.max_query_count={s.max_query_count} is below the {min_queries(s)} queries "
+            f"serve.min_query_count asks for in {s.scenario}",
         ),
         (
             s.target_qps is None or s.target_qps > 0,

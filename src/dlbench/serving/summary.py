@@ -54,9 +54,20 @@ def serve_metrics(fields: dict[str, str]) -> dict[str, float]:
     return out
 
 
+def invalid_because(text: str) -> str:
+    """Why LoadGen judged a test INVALID, in its own words: each "... satisfied : NO" check, then the
+    "Recommendations" bullets it printed under them ("Only processed 388 queries."); "" for a VALID test."""
+    head = text.split("Additional Stats", 1)[0]
+    unmet = [m[1].strip() for m in re.finditer(r"^\s*([^:\n]+?) satisfied\s*:\s*NO\s*$", head, re.M)]
+    advice = [m[1].strip() for m in re.finditer(r"^\s*\*\s*(.+?)\s*$", head, re.M)]
+    checks = "; ".join(f"{name} not satisfied" for name in unmet)
+    return ": ".join(part for part in (checks, " ".join(advice)) if part)
+
+
 def parse_summary(path: Path) -> dict[str, Any]:
-    """{"metrics": {...}, "valid": "VALID"|"INVALID", "scenario": ..., "settings": {...}} from a summary file;
-    settings are LoadGen's "Test Parameters Used" section (what it really ran with)."""
+    """{"metrics": {...}, "valid": "VALID"|"INVALID", "invalid_because": ..., "scenario": ..., "settings":
+    {...}} from a summary file; settings are LoadGen's "Test Parameters Used" section (what it really ran
+    with)."""
     text = path.read_text()
     fields = read_summary(text)
     params = text.split("Test Parameters Used", 1)[1] if "Test Parameters Used" in text else ""
@@ -65,6 +76,7 @@ def parse_summary(path: Path) -> dict[str, Any]:
     return {
         "metrics": serve_metrics(fields),
         "valid": fields.get("Result is", "UNKNOWN"),
+        "invalid_because": invalid_because(text) if fields.get("Result is") == "INVALID" else "",
         "scenario": fields.get("Scenario", "unknown"),
         "settings": settings,
     }
