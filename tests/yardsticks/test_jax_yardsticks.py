@@ -2,8 +2,8 @@
 interpreter a JAX worker runs under (.venv-jax: numpy 2): each runs in a subprocess and prints parseable BARE
 lines with finite losses, amp on the CPU computes in bfloat16, --no-jit runs op by op, and each network has
 exactly the trainable parameters of dlbench's Flax model at the same config (the yardsticks import nothing
-from dlbench, so only a test can tie them together); SSD300 and the Transformer also give dlbench's outputs
-(and the Transformer its greedy decoding) on one set of random weights."""
+from dlbench, so only a test can tie them together); VGG16, SSD300 and the Transformer also give dlbench's
+outputs (and the Transformer its greedy decoding) on one set of random weights."""
 
 from __future__ import annotations
 
@@ -86,10 +86,11 @@ def count(module, *inputs):
 
 ids = jnp.zeros((1,), jnp.int32)
 out = {}
-for size, classes in ((224, 1000), (32, 10)):
-    mine = count(cls.ResNet50(classes=classes), jnp.zeros((1, size, size, 3)))
-    theirs = model_stats(ClassificationConfig(name="resnet50", image_size=size, num_classes=classes))["params"]
-    out[f"resnet50_{size}"] = [mine, theirs]
+for name in ("resnet50", "vgg16"):
+    for size, classes in ((224, 1000), (32, 10)):
+        mine = count(cls.MODELS[name](classes=classes), jnp.zeros((1, size, size, 3)))
+        theirs = model_stats(ClassificationConfig(name=name, image_size=size, num_classes=classes))["params"]
+        out[f"{name}_{size}"] = [mine, theirs]
 for users, items in ((None, None), (500, 300)):
     cfg = RecommendationConfig(num_users=users, num_items=items)
     mine = count(ncf.NeuMF(*table_sizes(cfg)), ids, ids)
@@ -101,8 +102,9 @@ print("STATS " + json.dumps(out))
 def test_networks_have_dlbench_parameter_counts():
     counts = run_snippet(f"YARD = {str(YARD)!r}\n" + COUNTS, worker_env(), python=PYTHON)
     assert counts["resnet50_224"] == [25_557_032, 25_557_032]
+    assert counts["vgg16_224"] == [138_357_544, 138_357_544]
     assert counts["ncf_None"] == [31_832_577, 31_832_577]
-    for key in ("resnet50_32", "ncf_500"):
+    for key in ("resnet50_32", "vgg16_32", "ncf_500"):
         assert counts[key][0] == counts[key][1], key
 
 
@@ -152,19 +154,11 @@ def test_ncf_trains_and_infers():
     assert [r["matmul_precision"] for r in lines] == ["highest", "highest", "tensorfloat32", "tensorfloat32"]
 
 
-PARITY = """
+SHARED = """
 import argparse, json, sys
 import flax.linen as nn, jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_default_matmul_precision", "highest")
 sys.path.insert(0, YARD)
-import bare_jax_ssd300 as ssd, bare_jax_transformer as tr
-from dlbench.backends.jax.family import Network
-from dlbench.backends.jax.stats import model_stats
-from dlbench.workloads.detection import jax as dl_ssd
-from dlbench.workloads.detection.spec import DetectionConfig
-from dlbench.workloads.translation import jax as dl_tr
-from dlbench.workloads.translation.spec import TranslationConfig, model_size
-from dlbench.workloads.translation.transformer import TransformerSize, param_count
 
 def init_shapes(module, *inputs):
     key = jax.random.key(0)
@@ -228,6 +222,17 @@ def shared_weights(mine, theirs, inputs):
 def gap(x, y):
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     return float(np.abs(x - y).max() / np.abs(y).max())  # NaN (fails) if the reference were all zeros
+"""
+
+PARITY = """
+import bare_jax_ssd300 as ssd, bare_jax_transformer as tr
+from dlbench.backends.jax.family import Network
+from dlbench.backends.jax.stats import model_stats
+from dlbench.workloads.detection import jax as dl_ssd
+from dlbench.workloads.detection.spec import DetectionConfig
+from dlbench.workloads.translation import jax as dl_tr
+from dlbench.workloads.translation.spec import TranslationConfig, model_size
+from dlbench.workloads.translation.transformer import TransformerSize, param_count
 
 out = {}
 # SSD300: parameter counts at 300x300 and 32x32, and the forward pass on shared weights at 32x32
@@ -266,7 +271,7 @@ def test_ssd300_and_transformer_are_dlbench_networks():
     """The new yardsticks' networks are dlbench's Flax ones: the same trainable parameters (SSD300 at
     300x300 and 32x32; Transformer-base and the tiny size the script test runs), and on one set of random
     weights the same SSD300 loc/conf, the same Transformer logits and the same greedy decoding."""
-    got = run_snippet(f"YARD = {str(YARD)!r}\n" + PARITY, worker_env(), python=PYTHON)
+    got = run_snippet(f"YARD = {str(YARD)!r}\n" + SHARED + PARITY, worker_env(), python=PYTHON)
     assert got["ssd300_300"] == [22_894_902, 22_894_902]
     assert got["ssd300_32"][0] == got["ssd300_32"][1]
     assert got["ssd300_boxes"][0] == got["ssd300_boxes"][1]
@@ -274,6 +279,36 @@ def test_ssd300_and_transformer_are_dlbench_networks():
     assert got["transformer_base"] == [60_522_496] * 3
     assert got["transformer_tiny"] == [147_712] * 3
     assert got["transformer_gap"] < 1e-4 and got["decode_same"], got
+
+
+VGG16 = """
+import bare_jax_classification as cls
+from dlbench.workloads.classification import jax as dl_cls
+
+# 40x40: a 1x1 map before the pool, which spreads it over 7x7 (the 224x224 path skips the pool)
+images = jnp.asarray(np.random.default_rng(1).standard_normal((2, 40, 40, 3)), jnp.float32)
+mine, theirs = cls.VGG16(classes=10), dl_cls.VGG16(num_classes=10)
+va, vb = shared_weights(mine, theirs, (images,))
+print("STATS " + json.dumps(gap(mine.apply(va, images), theirs.apply(vb, images))))
+"""
+
+
+def test_vgg16_is_dlbench_network():
+    """On one set of random weights (matched layer by layer in running order, so the classifier's first
+    dense reads the pooled map in the same (C, H, W) order) the yardstick's VGG16 gives dlbench's logits."""
+    got = run_snippet(f"YARD = {str(YARD)!r}\n" + SHARED + VGG16, worker_env(), python=PYTHON)
+    assert got < 1e-5, got
+
+
+@pytest.mark.parametrize(("precision", "mode"), [("fp32", "train"), ("amp", "infer")])
+def test_vgg16_trains_and_infers(precision, mode):
+    """One configuration a test: initialising VGG16's 134M weights (the 25088x4096 dense is there at any
+    image size) is most of each run's time on this CPU. No warm-up, 2 windows of 1 step."""
+    tiny = ["--model", "vgg16", "--batch", "2", "--image-size", "32", "--num-classes", "10"]
+    lines = bare("bare_jax_classification.py", *tiny, "--precision", precision, "--mode", mode,
+                 "--warmup", "0", "--steps", "1")  # fmt: skip
+    check_lines(lines, [(precision, mode)], jit=True, params=134_301_514)  # 10 classes
+    assert all(r["model"] == "vgg16" and r["batch"] == 2 and r["unit"] == "img/s" for r in lines)
 
 
 def test_ssd300_trains():
