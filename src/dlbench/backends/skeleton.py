@@ -196,15 +196,14 @@ class SpecBench:
     def seed_weights(self, model: Any) -> None:
         """`model.init_weights` (any mode): the file's framework-neutral weights, the same numbers in every
         framework. Else mode=converge: the run seed's initial weights, where the family draws them
-        framework-free (`load_seeded_weights`, e.g. the small CNN); the caller has seeded its framework's RNG
-        for the others."""
+        framework-free (`load_seeded_weights`, e.g. the small CNN). Else the framework's own draw, which the
+        caller seeded with schedule.seed in every mode: a run's curve repeats, and another seed is another
+        draw (JAX's keys are seeded alike)."""
         if self.job.model.init_weights is not None:
             self.init = self._load_init_weights(model, self.job.model.init_weights)
             return
-        if self.job.mode != "converge":
-            return
         seed = self.job.schedule.seed
-        if self.family.load_seeded_weights(model, self.job.model, seed):
+        if self.job.mode == "converge" and self.family.load_seeded_weights(model, self.job.model, seed):
             self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
         else:
             self.init = f"{self.job.framework.name} RNG seeded with {seed}"
@@ -232,8 +231,7 @@ class SpecBench:
         facts = {"task": self.spec.task, "unit": self.unit, **(self.source.facts() if self.source else {})}
         inner = getattr(self.source, "source", None)
         facts |= self.family_facts | (inner.facts() if isinstance(inner, HostSource) else {})
-        if self.job.mode == "converge" or self.job.model.init_weights is not None:
-            facts["init"] = self.init
+        facts["init"] = self.init
         if self.device_negatives:
             facts["negatives"] = f"{self.device_negatives} per positive, on the device, the framework's RNG"
         return facts | (self.in_memory.facts() if self.in_memory is not None else {})

@@ -82,8 +82,7 @@ class MXNetBench(SpecBench):
         plan = plan_precision(job.precision, "cuda" if ctx.device_type == "gpu" else "cpu")
         # before the net: amp.init rewraps the operators the net is built from
         self.prec = MXPrecision(plan, ctx, self.train, desc)
-        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
-            mx.random.seed(job.schedule.seed)
+        mx.random.seed(job.schedule.seed)  # initial weights, dropout: the run's seed, in every mode
         family = self.load_family(MXNetFamily)
         net = family.build_model(job.model, train=self.train)
         family.initialize(net, job.model, ctx)

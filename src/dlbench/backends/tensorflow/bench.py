@@ -79,8 +79,7 @@ class TFBench(SpecBench):
             plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
         )  # before the model
         self._out: tf.Tensor | None = None
-        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
-            keras.utils.set_random_seed(job.schedule.seed)
+        keras.utils.set_random_seed(job.schedule.seed)  # initial weights, dropout: the run's seed, every mode
         family = self.load_family(TFFamily)
         with self._placed():
             self.model = family.build_model(job.model, float_dtype=self.prec.variable_dtype)

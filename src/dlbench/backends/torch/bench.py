@@ -49,8 +49,7 @@ class TorchBench(SpecBench):
         self.prec = TorchPrecision(plan_precision(job.precision, dev.type), dev)
         # channels_last feeds NHWC tensor-core kernels on CUDA (4-D tensors only); on CPU it is no faster.
         self.memory_format = torch.channels_last if dev.type == "cuda" else torch.contiguous_format
-        if job.mode == "converge":  # initial weights, dropout: reproducible for the run's seed
-            torch.manual_seed(job.schedule.seed)
+        torch.manual_seed(job.schedule.seed)  # initial weights, dropout: the run's seed, in every mode
         family = self.load_family(TorchFamily)
         model = family.build_model(job.model)
         self.seed_weights(model)
