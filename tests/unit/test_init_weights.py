@@ -61,6 +61,9 @@ def test_a_frameworks_own_initialisation_is_the_runs_seed_in_every_mode(tmp_path
     first, again, other = (_first_losses(tmp_path, None, "resnet_cifar", seed=s) for s in (0, 0, 1))
     assert first == again, (first, again)
     assert all(abs(other[fw] - first[fw]) > 1e-6 for fw in FRAMEWORKS), (first, other)
+    # the small CNN's initial weights are the seed's numpy draw in every framework, in every mode
+    small = _first_losses(tmp_path, None, seed=3)
+    assert all(small[fw] == pytest.approx(small["torch"], rel=1e-4) for fw in FRAMEWORKS), small
 
 
 @pytest.fixture(scope="module")

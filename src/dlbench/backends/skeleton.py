@@ -195,15 +195,14 @@ class SpecBench:
 
     def seed_weights(self, model: Any) -> None:
         """`model.init_weights` (any mode): the file's framework-neutral weights, the same numbers in every
-        framework. Else mode=converge: the run seed's initial weights, where the family draws them
-        framework-free (`load_seeded_weights`, e.g. the small CNN). Else the framework's own draw, which the
-        caller seeded with schedule.seed in every mode: a run's curve repeats, and another seed is another
-        draw (JAX's keys are seeded alike)."""
+        framework. Else the run seed's initial weights, where the family draws them framework-free
+        (`load_seeded_weights`, e.g. the small CNN). Else the framework's own draw, which the caller seeded
+        with schedule.seed: a run's curve repeats, and another seed is another draw. All of it in every mode."""
         if self.job.model.init_weights is not None:
             self.init = self._load_init_weights(model, self.job.model.init_weights)
             return
         seed = self.job.schedule.seed
-        if self.job.mode == "converge" and self.family.load_seeded_weights(model, self.job.model, seed):
+        if self.family.load_seeded_weights(model, self.job.model, seed):
             self.init = f"numpy from seed {seed} (stream 'init'), identical in every framework"
         else:
             self.init = f"{self.job.framework.name} RNG seeded with {seed}"

@@ -81,7 +81,7 @@ class JaxFamily:
         return {}
 
     def load_seeded_weights(self, net: Network, cfg: ModelConfig, seed: int) -> bool:
-        """mode=converge: put the seed's framework-neutral initial weights in; False where the workload
+        """Any mode: put the seed's framework-neutral initial weights in; False where the workload
         has none (JAX's PRNG key from the seed initialises it)."""
         return False
 

@@ -46,7 +46,7 @@ class MXNetFamily:
         return {}
 
     def load_seeded_weights(self, net: Any, cfg: ModelConfig, seed: int) -> bool:
-        """mode=converge: the seed's framework-neutral initial weights; False where the workload has none."""
+        """Any mode: the seed's framework-neutral initial weights; False where the workload has none."""
         return False
 
     def add_negatives(self, inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:

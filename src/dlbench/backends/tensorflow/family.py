@@ -52,7 +52,7 @@ class TFFamily:
         return {}
 
     def load_seeded_weights(self, model: keras.Model, cfg: ModelConfig, seed: int) -> bool:
-        """mode=converge: the seed's framework-neutral initial weights; False where the workload has none."""
+        """Any mode: the seed's framework-neutral initial weights; False where the workload has none."""
         return False
 
     def add_negatives(self, inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:

@@ -44,7 +44,7 @@ class TorchFamily:
         return {}
 
     def load_seeded_weights(self, model: nn.Module, cfg: ModelConfig, seed: int) -> bool:
-        """mode=converge: put the seed's framework-neutral initial weights in; False where the workload
+        """Any mode: put the seed's framework-neutral initial weights in; False where the workload
         has none (the framework's seeded RNG initialises it)."""
         return False
 

@@ -292,7 +292,7 @@ class ClassificationJax(JaxFamily):
         return MODELS[cfg.name](cfg, dtype=dtype, param_dtype=param_dtype)
 
     def load_seeded_weights(self, net: Network, cfg: ClassificationConfig, seed: int) -> bool:
-        """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+        """Any mode: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
         if cfg.name != "small_cnn":
             return False
         small_cnn.load_seed(net, seed)

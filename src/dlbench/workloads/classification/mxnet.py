@@ -229,7 +229,7 @@ def initialize(net: Any, spec: ClassificationConfig, ctx: Any) -> None:
 
 
 def load_seeded_weights(net: Any, spec: ClassificationConfig, seed: int) -> bool:
-    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    """Any mode: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
     return small_cnn.load_seed(net, seed) if spec.name == "small_cnn" else False
 
 

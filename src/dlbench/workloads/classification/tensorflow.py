@@ -219,7 +219,7 @@ def build_model(spec: ClassificationConfig, float_dtype: str = "float32") -> ker
 
 
 def load_seeded_weights(model: keras.Model, spec: ClassificationConfig, seed: int) -> bool:
-    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    """Any mode: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
     if spec.name != "small_cnn":
         return False
     from dlbench.workloads.classification import tensorflow_small_cnn as small_cnn

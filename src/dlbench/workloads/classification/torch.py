@@ -85,7 +85,7 @@ def build_model(spec: ClassificationConfig) -> nn.Module:
 
 
 def load_seeded_weights(model: nn.Module, spec: ClassificationConfig, seed: int) -> bool:
-    """mode=converge: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
+    """Any mode: the seed's framework-neutral initial weights where the model has them (small_cnn)."""
     return small_cnn.load_seed(model, seed) if spec.name == "small_cnn" else False
 
 
