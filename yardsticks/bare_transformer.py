@@ -32,6 +32,7 @@ import math
 import sys
 
 import bare_common as bc
+import bare_data as bd
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -225,22 +226,11 @@ def noam(step: int, d: int = 512, warmup: int = 4000) -> float:
 
 def main() -> int:
     p = bc.parser(__doc__, warmup=20, steps=20, windows=8)
-    p.add_argument(
-        "--batch-tokens", type=int, default=None, help="padded target tokens per batch (5120; CPU 256)"
-    )
-    p.add_argument("--min-len", type=int, default=8)
-    p.add_argument("--max-len", type=int, default=64)
-    p.add_argument("--decode-len", type=int, default=None, help="greedy decoding steps (default --max-len)")
-    p.add_argument("--pool", type=int, default=8, help="distinct synthetic batches, cycled")
+    bd.transformer_flags(p)  # the TF and JAX yardsticks' flags
     p.add_argument(
         "--mask", choices=("always", "auto"), default="always",
         help="key-padding mask on every batch (as the harness) or only on batches with padding",
     )  # fmt: skip
-    p.add_argument("--vocab", type=int, default=32000)
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--d-ff", type=int, default=2048)
-    p.add_argument("--layers", type=int, default=6)
     return bc.run_all(p, one_config)
 
 
@@ -252,7 +242,9 @@ def one_config(a: argparse.Namespace) -> int:
     a.decode_len = a.decode_len or a.max_len
     sentences = max(1, a.batch_tokens // a.max_len)
     padded = a.mask == "always" or a.min_len < a.max_len
-    model = Transformer(a.vocab, a.d_model, a.heads, a.d_ff, a.layers, max_len=max(a.max_len, a.decode_len))
+    model = Transformer(
+        a.vocab, a.d_model, a.heads, a.d_ff, a.layers, a.dropout, max_len=max(a.max_len, a.decode_len)
+    )
     model = model.to(dev)
     params = bc.param_count(model)
     pool = [sentence_pairs(sentences, a, a.vocab, dev) for _ in range(a.pool)]
@@ -273,7 +265,7 @@ def one_config(a: argparse.Namespace) -> int:
         opt = torch.optim.Adam(
             model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, **bc.optimizer_kwargs(a, dev)
         )
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam(s + 1, a.d_model))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam(s + 1, a.d_model, a.lr_warmup))
 
         def step() -> tuple[int, torch.Tensor]:
             i = next(it) % a.pool
