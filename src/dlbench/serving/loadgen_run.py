@@ -170,10 +170,11 @@ def warm_up(answerer: Answerer, reps: int, query_samples: int = 1) -> dict[str, 
         return min(times)
 
     one, full = fastest(sizes[0]), fastest(sizes[-1])
+    query = one if query_samples == 1 else query_latency(query_samples, sizes, fastest)
     return {
         "latency_1_ms": 1000 * one,
         "samples_per_s_max_batch": sizes[-1] / full,
-        "latency_query_ms": 1000 * query_latency(query_samples, sizes, fastest),
+        "latency_query_ms": 1000 * query,
     }
 
 
