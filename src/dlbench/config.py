@@ -146,8 +146,8 @@ class ServeConfig:
     # early-stopping p99 accepts), 100 otherwise
     min_query_count: int | None = None
     max_query_count: int | None = None  # max_query_count (null: no limit)
-    # server: server_target_qps (the Poisson rate); offline: offline_expected_qps (null: the warm-up's
-    # samples/s at max_batch)
+    # server: server_target_qps (the Poisson rate); offline: offline_expected_qps (null: 1.5 x the
+    # warm-up's samples/s at max_batch, loadgen_run.OFFLINE_HEADROOM)
     target_qps: float | None = None
     latency_bound_ms: float | None = None  # server: server_target_latency_ns, the p99 bound (null: 100 ms)
     # single_stream / multi_stream expected latency of one query (null: the warm-up's fastest step at the

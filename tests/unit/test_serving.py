@@ -89,6 +89,35 @@ def test_an_invalid_verdict_says_why_in_loadgens_words(tmp_path):
     assert "Need to process at least 662 queries" in parsed["invalid_because"]
 
 
+def test_an_offline_test_faster_than_its_warm_up_still_lasts_its_minimum_duration(tmp_path):
+    """The warm-up said 1,000 samples/s; the test answers at about 1,300 (a step of 8 samples in 6 ms):
+    LoadGen's one query must still hold enough samples for min_duration, else the test is INVALID."""
+    from dlbench.config import ServeConfig
+    from dlbench.serving.loadgen_run import test_settings
+
+    serve = ServeConfig(scenario="offline", min_duration_s=0.3)
+    settings = test_settings(
+        serve, {"latency_1_ms": 1.0, "latency_query_ms": 1.0, "samples_per_s_max_batch": 1000.0}
+    )
+
+    def issue(samples):  # Offline: one query of every sample, answered 8 at a time
+        for i in range(0, len(samples), 8):
+            time.sleep(0.006)
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in samples[i : i + 8]])
+
+    sut = lg.ConstructSUT(issue, lambda: None)
+    qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
+    logs = lg.LogSettings()
+    logs.log_output.outdir = str(tmp_path)
+    logs.log_output.copy_summary_to_stdout = False
+    lg.StartTestWithLogSettings(sut, qsl, settings, logs)
+    lg.DestroyQSL(qsl)
+    lg.DestroySUT(sut)
+    parsed = parse_summary(tmp_path / SUMMARY_FILE)
+    assert (parsed["valid"], parsed["invalid_because"]) == ("VALID", "")
+    assert parsed["metrics"]["samples_per_s"] > 1000.0  # it did run faster than the warm-up said
+
+
 def test_a_querys_latency_is_its_steps_at_the_allowed_sizes():
     from dlbench.serving.loadgen_run import query_latency
 
