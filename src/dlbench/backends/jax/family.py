@@ -12,6 +12,7 @@ from typing import Any
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from dlbench.backends.jax.losses import LossFn, make_loss
@@ -96,10 +97,13 @@ class JaxFamily:
         raise NotImplementedError(f"{type(self).__name__}.load_weights")
 
 
-def channels_last(array: np.ndarray, layout: str | None) -> np.ndarray:
-    """Flax convolutions are NHWC: a "C.." per-sample layout moves C to the end."""
+def channels_last(array: Any, layout: str | None) -> Any:
+    """Flax convolutions are NHWC: a "C.." per-sample layout moves C to the end, of a numpy array on the
+    host or of a JAX array where it lives."""
     if layout and layout[0] == "C" and array.ndim == len(layout) + 1:
-        return np.ascontiguousarray(np.moveaxis(array, 1, -1))
+        if isinstance(array, np.ndarray):
+            return np.ascontiguousarray(np.moveaxis(array, 1, -1))
+        return jnp.moveaxis(array, 1, -1)
     return array
 
 
