@@ -15,13 +15,15 @@ from dlbench.serving.summary import DETAIL_FILE, SUMMARY_FILE, parse_summary
 lg = pytest.importorskip("mlperf_loadgen")
 
 
-def _loadgen_test(out, scenario: str, sleep_s: float, settings=None) -> None:
-    """A real LoadGen test against a SUT that answers after `sleep_s`: the files the parser meets."""
+def _loadgen_test(out, scenario: str, sleep_s: float, settings=None, issue=None) -> None:
+    """A real LoadGen test against a SUT that answers after `sleep_s` (or `issue`, LoadGen's callback,
+    answers): the files the parser meets."""
 
-    def issue(samples):
+    def sleep_then_answer(samples):
         time.sleep(sleep_s)
         lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in samples])
 
+    issue = issue or sleep_then_answer
     sut = lg.ConstructSUT(issue, lambda: None)
     qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
     if settings is None:
@@ -105,14 +107,7 @@ def test_an_offline_test_faster_than_its_warm_up_still_lasts_its_minimum_duratio
             time.sleep(0.006)
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in samples[i : i + 8]])
 
-    sut = lg.ConstructSUT(issue, lambda: None)
-    qsl = lg.ConstructQSL(16, 16, lambda s: None, lambda s: None)
-    logs = lg.LogSettings()
-    logs.log_output.outdir = str(tmp_path)
-    logs.log_output.copy_summary_to_stdout = False
-    lg.StartTestWithLogSettings(sut, qsl, settings, logs)
-    lg.DestroyQSL(qsl)
-    lg.DestroySUT(sut)
+    _loadgen_test(tmp_path, "Offline", 0.0, settings, issue)
     parsed = parse_summary(tmp_path / SUMMARY_FILE)
     assert (parsed["valid"], parsed["invalid_because"]) == ("VALID", "")
     assert parsed["metrics"]["samples_per_s"] > 1000.0  # it did run faster than the warm-up said
