@@ -251,6 +251,20 @@ _JITTED = (
 )
 
 
+@functools.lru_cache(maxsize=64)
+def _positions(max_len: int, device: str) -> tuple[jax.Array, ...]:
+    """The positions 0..max_len-1 as int32 scalars on the default device (`device` names it, for the
+    cache), put there once: a scalar made per position (jnp.int32(t)) is one more host->device transfer
+    per decoding position, which a hand-written loop (yardsticks/bare_jax_transformer.py) does not make."""
+    return tuple(jax.device_put(np.int32(t)) for t in range(max_len))
+
+
+@functools.lru_cache(maxsize=64)
+def _filled(n: int, value: int, device: str) -> jax.Array:
+    """An (n,) int32 array of `value` on the default device, made once (JaxOps.full: BOS and PAD)."""
+    return jax.device_put(np.full(n, value, np.int32))
+
+
 def translate(
     net: Network, variables: dict, src: jax.Array, max_len: int, check_every: int = 1, jit: bool = True
 ) -> np.ndarray:
@@ -258,10 +272,11 @@ def translate(
     inside the step); the tokens stay on the device until the end."""
     start, position = _JITTED if jit else (_start, _position)
     keep, cross, caches = start(net.module, variables, src, max_len)
+    positions = _positions(max_len, str(jax.config.jax_default_device))
 
     def step(prev: jax.Array, done: jax.Array, t: int) -> tuple[jax.Array, jax.Array]:
         nonlocal caches
-        ids, done, caches = position(net.module, variables, prev, done, jnp.int32(t), keep, caches, cross)
+        ids, done, caches = position(net.module, variables, prev, done, positions[t], keep, caches, cross)
         return ids, done
 
     return greedy_decode(step, int(src.shape[0]), max_len, JaxOps(), check_every, fused=True)
@@ -271,7 +286,7 @@ class JaxOps:
     """dlbench.workloads.translation.transformer.DecodeOps on JAX arrays."""
 
     def full(self, n: int, value: int) -> jax.Array:
-        return jnp.full((n,), value, dtype=jnp.int32)
+        return _filled(n, value, str(jax.config.jax_default_device))
 
     def where(self, cond: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
         return jnp.where(cond, a, b)
