@@ -55,6 +55,8 @@ def test_converge_on_a_parallel_corpus_learns_to_translate_and_logs_bleu(cli, tm
     assert run.info.status == "FINISHED" and t["dlbench.eval_metric"] == "bleu"
     history = sorted((p.step, p.value) for p in cli.client().get_metric_history(run.info.run_id, "eval/bleu"))
     assert [step for step, _ in history] == [1, 2, 3] and history[-1][1] == m["eval_final"]
-    assert 50.0 < m["eval_final"] <= 100.0  # BLEU in points (95 measured), an untrained model scores ~1
+    # BLEU in points (95 measured; a perfect score comes out of sacrebleu as 100 plus a rounding error),
+    # an untrained model scores ~1
+    assert 50.0 < m["eval_final"] <= 100.0 + 1e-9
     assert int(t["run.eval_samples"]) == 60 and int(t["run.train_samples"]) == 1200
     assert t["run.seed"] == "3" and "greedy" in t["run.decoding"] and m["throughput"] > 0

@@ -59,7 +59,8 @@ def test_profile_tf_step_cpu(tmp_path: Path, xla: bool) -> None:
         assert any("Executable" in name or "Thunk" in name for name in events), events
     else:  # the executor runs the graph's TF ops one by one
         types = [t for t, _, _ in s["top_host_op_types"]]
-        assert "Conv2DBackpropFilter" in types or "Conv2D" in types, types
+        # oneDNN's rewrite renames them on x86 (e.g. _MklNativeConv2DBackpropFilter)
+        assert any("Conv2D" in t for t in types), types
     full = json.loads((tmp_path / "summary.json").read_text())
     assert full["summary"] == s and full["xplane_module"]
     assert Path(s["xplane_path"]).is_file()
