@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tests.workloads.mlp  # noqa: F401  (registers the test-only workload in this process)
+from dlbench.backends.tensorflow.capability import bf16_under_cap
 from dlbench.core.cpu import onednn_avx512_core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +22,9 @@ TINY = ["+experiment=smoke", "model=resnet_cifar", "model.depth=8"]
 # MXNet 1.9.1 computes bfloat16 (what precision=amp means on a CPU) only with oneDNN's AVX-512 kernels: on
 # an AVX2-only CPU, or with ONEDNN_MAX_CPU_ISA=AVX2, its amp cells are skipped with their reason, not run.
 MXNET_BF16 = onednn_avx512_core() is None
+# TensorFlow's bfloat16 fails on an AVX-512 CPU whose oneDNN is capped below AVX-512 (backends/tensorflow/
+# capability.py): there, with ONEDNN_MAX_CPU_ISA=AVX2, its amp cells are skipped with their reason too.
+TF_BF16 = bf16_under_cap() is None
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """Which cells a machine can run, decided before a run is made (dlbench.backends.capability).
 
-The rules are checked on stated machines (CPU flags and GPUs given), and the one rule that rests on a
-library's behaviour, MXNet's bfloat16 needing oneDNN's AVX-512 kernels, is checked against MXNet itself on
-this CPU, with and without oneDNN capped to AVX2: the prediction must agree with what really runs."""
+The rules are checked on stated machines (CPU flags and GPUs given), and the two rules that rest on a
+library's behaviour are checked against the library itself on this CPU, with and without oneDNN capped to
+AVX2: MXNet's bfloat16 needing oneDNN's AVX-512 kernels, and TensorFlow's bfloat16 failing on an AVX-512 CPU
+whose oneDNN is capped below them. The prediction must agree with what really runs."""
 
 from __future__ import annotations
 
@@ -97,6 +98,22 @@ def test_torch_and_tf_run_emulated_bfloat16_and_say_so(flags, framework):
     assert capability.check(job(framework), gpus=H200).notes == []  # float16 on the GPU
 
 
+def test_tf_bfloat16_is_not_run_on_an_avx512_cpu_capped_below_it(flags, monkeypatch):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    flags(SAPPHIRE)
+    reason = capability.check(job("tf"), gpus=[]).reason
+    assert "bfloat16" in reason and "ONEDNN_MAX_CPU_ISA=AVX2" in reason and "\n" not in reason
+    assert capability.check(job("tf", "fp32"), gpus=[]).reason is None
+    assert capability.check(job("tf"), gpus=H200).reason is None  # float16 on the GPU
+    assert capability.check(job("torch"), gpus=[]).reason is None  # torch honours the cap
+    flags(AVX2)  # a CPU without AVX-512: TensorFlow keeps bfloat16 off oneDNN, emulated
+    verdict = capability.check(job("tf"), gpus=[])
+    assert verdict.reason is None and "emulated" in verdict.notes[0]
+    flags(SAPPHIRE)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE")
+    assert capability.check(job("tf"), gpus=[]).reason is None
+
+
 @pytest.mark.parametrize("framework", ["torch", "tf", "mxnet"])
 def test_gpu_only_options_without_a_gpu_are_not_run(flags, framework):
     flags(SAPPHIRE)
@@ -130,3 +147,33 @@ def test_prediction_agrees_with_a_real_mxnet_bfloat16_convolution(capped):
     assert (proc.returncode == 0) == predicted, proc.stderr[-2000:]
     if capped:
         assert proc.returncode != 0 and "bfloat16" in proc.stderr
+
+
+TF_PROBE = """
+import tensorflow as tf
+x, w = tf.ones([2, 8, 8, 4], tf.bfloat16), tf.ones([3, 3, 4, 4], tf.bfloat16)
+tf.function(lambda: tf.nn.conv2d(x, w, 1, "SAME"))().numpy()
+a = tf.ones([16, 16], tf.bfloat16)
+tf.matmul(a, a).numpy()
+print("RAN")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/cpuinfo")
+@pytest.mark.parametrize("capped", [False, True], ids=["as-is", "onednn-capped-to-avx2"])
+def test_prediction_agrees_with_real_tf_bfloat16_kernels(capped):
+    """On this CPU: TensorFlow's traced bfloat16 convolution and eager bfloat16 matmul run exactly when the
+    check says its bfloat16 cells can run. If a TensorFlow release starts honouring the cap, this fails on
+    an AVX-512 machine and the rule (backends/tensorflow/capability.py) should go."""
+    from dlbench.backends.tensorflow.capability import bf16_under_cap
+
+    env = worker_env(OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3")
+    for var in cpu.CAP_VARS:
+        env.pop(var, None)
+    env |= CAP if capped else {}
+    proc = subprocess.run(
+        [sys.executable, "-c", TF_PROBE], env=env, capture_output=True, text=True, timeout=180
+    )
+    predicted = bf16_under_cap(env) is None
+    ran = proc.returncode == 0 and "RAN" in proc.stdout
+    assert ran == predicted, (proc.returncode, proc.stderr[-2000:])

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from dlbench.backends.skeleton import SpecBench
 from dlbench.backends.tensorflow import replicas
+from dlbench.backends.tensorflow.capability import bf16_under_cap
 from dlbench.backends.tensorflow.family import TFFamily, call_model, trainable_params
 from dlbench.backends.tensorflow.optimizers import make_optimizer
 from dlbench.backends.tensorflow.precision import LayerProbe, TFPrecision
@@ -78,9 +79,10 @@ class TFBench(SpecBench):
         self.device = "cuda:0" if self.on_gpu else "cpu"
         # devices>1 only: the strategy that mirrors the model over the devices; one device has none
         self.strategy = replicas.mirrored(job.devices, self.on_gpu) if job.devices > 1 else None
-        self.prec = TFPrecision(
-            plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
-        )  # before the model
+        plan = plan_precision(job.precision, "cuda" if self.on_gpu else "cpu")
+        if not self.on_gpu and plan.compute_dtype == "bfloat16" and (why := bf16_under_cap()):
+            raise BackendUnavailable(f"framework=tf precision={job.precision.name}: {why}")
+        self.prec = TFPrecision(plan)  # before the model
         self._out: tf.Tensor | None = None
         keras.utils.set_random_seed(job.schedule.seed)  # initial weights, dropout: the run's seed, every mode
         family = self.load_family(TFFamily)
