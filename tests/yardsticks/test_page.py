@@ -360,3 +360,28 @@ def test_jax_ssd300_and_transformer_lines_pair_with_their_jax_jobs(tmp_path):
         "- [j] harness vs hand-written loop, JAX Transformer AMP infer, jax.jit: 30,000 vs 29,500 generated tokens/s = 101.7% (goal ≥ 99%).",
         "- [j] harness vs hand-written loop, JAX Transformer AMP train, Adam optax, jax.jit: 450,000 vs 455,000 target tokens/s = 98.9% (goal ≥ 99%).",
     ]  # fmt: skip
+
+
+def test_versions_are_listed_per_framework_and_the_gpu_once(tmp_path):
+    """TensorFlow's CUDA 12 and PyTorch's CUDA 13 on one machine: each framework's line names its own."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    gpu = {"gpu.gpu0_name": "NVIDIA H200", "gpu.driver": "580.1"}
+    for framework, cuda in (("tf", "12.5.1"), ("torch", "13.0"), ("torch", "13.0")):
+        job = JobConfig.from_dict({"framework": {"name": framework}, "model": {"name": "resnet50"}})
+        job.device = "cuda"
+        run = RunLogger.create(client, eid, framework, None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 256})
+        run.metrics({"throughput": 1000.0, "loss_last": 2.0})
+        run.tags(
+            gpu | {"version.cuda": cuda, f"version.{'tensorflow' if framework == 'tf' else 'torch'}": "2"}
+        )
+        run.finish("FINISHED")
+    out = tmp_path / "page"
+    proc = make_page(out, "--source", "h", str(db))
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in out.with_suffix(".md").read_text().splitlines() if x.startswith("Versions:"))
+    assert line == (
+        "Versions: gpu.driver 580.1, gpu.gpu0_name NVIDIA H200; tf: version.cuda 12.5.1, version.tensorflow 2; "
+        "torch: version.cuda 13.0, version.torch 2"
+    )
