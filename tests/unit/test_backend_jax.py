@@ -175,3 +175,10 @@ def test_ssd300_inference_with_decoding_and_nms_runs_in_the_worker(tmp_path: Pat
     assert rc == 0, stderr[-3000:]
     windows = [e for e in events if e["event"] == "window"]
     assert len(windows) == 2 and all(w["samples"] == 4 for w in windows)
+
+
+def test_the_cuda_plugin_version_is_written_as_torch_and_tf_write_theirs():
+    from dlbench.backends.jax import cuda_version
+
+    assert cuda_version("cuda 13000") == "13.0" and cuda_version("cuda 12080") == "12.8"
+    assert cuda_version("rocm 6.3") == "rocm 6.3"  # not CUDA's integer: as it is

@@ -31,8 +31,17 @@ def versions() -> dict[str, str]:
     dev = jax.devices()[0]
     if dev.platform == "gpu":
         out["gpu"] = dev.device_kind
-        out["cuda"] = str(getattr(getattr(dev, "client", None), "platform_version", "unknown"))
+        out["cuda"] = cuda_version(str(getattr(getattr(dev, "client", None), "platform_version", "unknown")))
     return out
+
+
+def cuda_version(platform_version: str) -> str:
+    """'13.0' for the CUDA plugin's 'cuda 13000' (CUDA's integer version, 1000 x major + 10 x minor), as
+    torch and TensorFlow write theirs; anything else as it is."""
+    number = platform_version.removeprefix("cuda").strip()
+    if not number.isdigit():
+        return platform_version
+    return f"{int(number) // 1000}.{int(number) % 1000 // 10}"
 
 
 def model_stats(model_cfg: ModelConfig) -> dict[str, Any]:
