@@ -13,7 +13,8 @@ endif
 # The tests that run framework arithmetic across frameworks (and the end-to-end sweeps), selected by name.
 CROSS ?= mxnet or framework or capability or parity or contract or cannot_run
 # oneDNN (inside torch, TF and MXNet) and torch's own kernels capped to AVX2: an AVX-512 machine then computes
-# like an AVX2-only laptop (tests/unit/test_capability.py checks that MXNet's bundled oneDNN obeys the cap).
+# like an AVX2-only laptop (tests/unit/test_capability.py checks that MXNet's bundled oneDNN obeys the cap;
+# TensorFlow picks its bfloat16 kernels by the CPU's flags instead, so its amp cells are not run under it).
 AVX2 := ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 
 .PHONY: setup run test test-fast test-avx2 lint format ui report parity clean server server-stop coco-easy
