@@ -1,0 +1,71 @@
+"""yardsticks/jax_decode_windows.py on the CPU: a tiny JAX decoding job through the real CLI, then the script
+on that job's job.json: every kind of window, with rates and the harness's per-step dispatch and read-back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlbench.backends.interpreter import worker_python
+from dlbench.config import JaxConfig
+from dlbench.errors import ConfigError
+
+pytestmark = pytest.mark.slow
+SCRIPT = Path(__file__).resolve().parents[2] / "yardsticks" / "jax_decode_windows.py"
+JOB = [
+    "framework=jax",
+    "model=transformer",
+    "model.size=tiny",
+    "model.lengths=fixed",
+    "model.max_len=16",
+    "model.batch_tokens=64",
+    "mode=infer",
+    "device=cpu",
+    "threads=1",
+    "schedule.warmup_steps=1",
+    "schedule.steps_per_window=1",
+    "schedule.windows=1",
+    "report.enabled=false",
+    "telemetry.enabled=false",
+]
+
+
+def test_every_kind_of_window_on_a_tiny_decoding_job(cli):
+    try:
+        python = worker_python(JaxConfig())
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    res = cli.run(JOB, timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    (job,) = (cli.tmp / "sweep").rglob("job.json")
+    proc = subprocess.run(
+        [python, str(SCRIPT), str(job), "--steps", "2", "--windows", "2"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(ln[len("WINDOW ") :]) for ln in proc.stdout.splitlines() if ln.startswith("WINDOW ")]
+    kinds = [ln["kind"] for ln in lines]
+    for kind in ("harness", "harness_gc_off", "direct_read", "direct_no_read", "harness_again"):
+        assert kinds.count(kind) == 2, kinds
+    assert all(ln["rate"] > 0 for ln in lines if "rate" in ln)
+    harness = [ln for ln in lines if ln["kind"].startswith("harness")]
+    for ln in harness:  # one dispatch and one read-back per batch, the read-back after the dispatch
+        assert len(ln["dispatch_ms"]) == len(ln["read_ms"]) == 2 and min(ln["dispatch_ms"]) > 0
+        assert ln["compiles"] == 0  # warm-up compiled every shape
+    done = lines[-1]
+    assert done["kind"] == "done" and done["positions"] == 16 and done["sentences"] == 4
+
+
+def test_a_job_that_is_not_jax_decoding_is_refused_in_one_line(tmp_path):
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"framework": {"name": "torch"}, "mode": "infer"}))
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), str(job)], capture_output=True, text=True, timeout=120
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith("needs framework=jax, a translation model and mode=infer")
+    assert "Traceback" not in proc.stderr
