@@ -1,4 +1,4 @@
-"""yardsticks/jax_decode_windows.py on the CPU: a tiny JAX decoding job through the real CLI, then the script
+"""scripts/tools/jax_decode_windows.py on the CPU: a tiny JAX decoding job through the real CLI, then the script
 on that job's job.json: every kind of window, with rates and the harness's per-step dispatch and read-back."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dlbench.config import JaxConfig
 from dlbench.errors import ConfigError
 
 pytestmark = pytest.mark.slow
-SCRIPT = Path(__file__).resolve().parents[2] / "yardsticks" / "jax_decode_windows.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tools" / "jax_decode_windows.py"
 JOB = [
     "framework=jax",
     "model=transformer",

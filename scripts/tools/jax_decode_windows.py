@@ -2,7 +2,7 @@
 """Where JAX greedy decoding spends its windows: dlbench's JAX bench built from a job's job.json (as its
 worker builds it), then timed windows of five kinds in one process, one `WINDOW {json}` line each.
 
-    python yardsticks/jax_decode_windows.py RUN_DIR/job.json [--steps 5] [--windows 6]
+    python scripts/tools/jax_decode_windows.py RUN_DIR/job.json [--steps 5] [--windows 6]
 
   harness         bench.step() as the worker's timed windows run it (source, encoder, one jitted call per
                   position, the tokens read back to the host at the end of each batch)
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from dlbench.backends.threads import apply_threads, rank_threads, worker_env  # noqa: E402
 from dlbench.config import JobConfig  # noqa: E402
