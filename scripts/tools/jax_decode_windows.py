@@ -13,7 +13,7 @@ worker builds it), then timed windows of five kinds in one process, one `WINDOW 
   harness_again   the first kind once more (does the rate drift within the process?)
 
 Each harness window also gives per step the host's dispatch time (the step's start until the read-back
-begins) and the read-back time, XLA compilations (jax.monitoring events) and garbage-collector pauses in it.
+begins) and the read-back time, XLA compile events (jax.monitoring) and garbage-collector pauses in it.
 A dispatch time close to the step's whole time, with a short read-back, means the host loop, not the GPU,
 sets the pace. The job must be a translation job with mode=infer and framework=jax.
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,8 +30,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from dlbench.backends.threads import apply_threads, rank_threads, worker_env  # noqa: E402
 from dlbench.config import JobConfig  # noqa: E402
+from dlbench.timing import warm_up  # noqa: E402
+from dlbench.worker import framework_for  # noqa: E402
 
 
 def say(**fields: Any) -> None:
@@ -40,7 +40,7 @@ def say(**fields: Any) -> None:
 
 
 class Watch:
-    """XLA compilations and garbage-collector pauses, counted from the start."""
+    """XLA compile events (jax.monitoring) and garbage-collector pauses, counted from the start."""
 
     def __init__(self, jax: Any) -> None:
         self.compiles = 0
@@ -72,12 +72,7 @@ def main() -> int:
     if job.framework.name != "jax" or job.mode != "infer" or job.model.task != "translation":
         print(f"{a.job}: needs framework=jax, a translation model and mode=infer", file=sys.stderr)
         return 2
-    share = rank_threads(job.threads, 1, "jax")
-    os.environ.update(worker_env("jax", share, 1))
-    from dlbench.backends.base import load_backend
-
-    backend = load_backend("jax")
-    apply_threads("jax", share)
+    backend, _ = framework_for(job)
     import jax
 
     from dlbench.workloads.translation import jax as tj
@@ -97,9 +92,7 @@ def main() -> int:
         return out
 
     tj.JaxOps.to_numpy = timed_read
-    for _ in range(job.schedule.warmup_steps):
-        bench.step()
-        bench.sync()
+    warm_up(bench, job.schedule.warmup_steps, lambda *_, **__: None)
     say(kind="warm", compiles=watch.compiles)
 
     def harness(kind: str) -> None:

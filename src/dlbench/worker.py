@@ -80,6 +80,17 @@ def _versions(backend, job: JobConfig) -> dict[str, str]:
     return out
 
 
+def framework_for(job: JobConfig) -> tuple[Any, dict[str, int]]:
+    """The job's backend module, imported under the environment and CPU threads its worker uses (this
+    rank's share with devices>1); returns it with the threads the framework really started. Also in the
+    supervisor's environment; repeated here for a worker started by hand, a test or a tool."""
+    fw = job.framework.name
+    share = rank_threads(job.threads, job.devices, fw)  # devices>1: this rank's share of the threads
+    os.environ.update(worker_env(fw, share, job.devices))
+    backend = load_backend(fw)
+    return backend, apply_threads(fw, share)
+
+
 def run(
     job: JobConfig,
     emit: events.EventWriter,
@@ -94,12 +105,7 @@ def run(
     if job.mode == "data":  # the input pipeline alone: DALI, no framework, no model
         from dlbench.data import bench as backend
     else:
-        # Also in the supervisor's environment; repeated here for a worker started by hand or a test.
-        fw = job.framework.name
-        share = rank_threads(job.threads, job.devices, fw)  # devices>1: this rank's share of the threads
-        os.environ.update(worker_env(fw, share, job.devices))
-        backend = load_backend(job.framework.name)
-        threads = apply_threads(job.framework.name, share)
+        backend, threads = framework_for(job)
     import_s = time.perf_counter() - t0
     if rank > 0 and job.debug.fault == "rank_exit":  # what a rank that cannot start leaves rank 0 with
         print(f"dlbench worker: debug.fault=rank_exit: rank {rank} exits with code 1", file=sys.stderr)
