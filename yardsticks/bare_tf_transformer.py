@@ -17,15 +17,16 @@ dlbench's model.lengths=fixed), padded to --max-len so every step has one shape.
 tokens** (non-padding labels) per second; one tf.function call per step (XLA with --xla).
 `--mode infer` is greedy decoding with cached keys and values: the encoder once (one tf.function), then
 --decode-len positions, each one tf.function call (XLA with --xla) that extends every decoder layer's
-key/value cache by one position (concatenation, as dlbench's TF model without XLA; `--cache fixed`, as
-dlbench's TF model with XLA: caches preallocated to --decode-len, written at t and masked beyond it, one
-shape, so XLA compiles the step once instead of once per length) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
+key/value cache by one position. `--cache auto` (the default) does what dlbench's TF model does: grown
+caches (concatenation) in graph mode, fixed ones with --xla (preallocated to --decode-len, written at t and
+masked beyond it, one shape, so XLA compiles the step once instead of once per length, which at 64
+positions takes minutes) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
 generated tokens (sentences x decode length) per second.
 
 Usage: python yardsticks/bare_tf_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64] [--xla]
        [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20] [--steps 20]
        [--windows 8] [--device auto|cuda|cpu] [--mask always|auto] [--vocab 32000] [--d-model 512]
-       [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--cache grow|fixed]
+       [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--cache auto|grow|fixed]
 """
 
 from __future__ import annotations
@@ -208,6 +209,12 @@ def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = Fa
     return out
 
 
+def fixed_cache(a: argparse.Namespace) -> bool:
+    """Whether decoding preallocates its caches: --cache, or with auto what dlbench's TF model does (fixed
+    under XLA, where grown caches would be compiled once per length)."""
+    return a.cache == "fixed" or (a.cache == "auto" and bool(a.xla))
+
+
 def label_smoothed_ce(logits, labels, eps: float = 0.1):
     logp = tf.nn.log_softmax(tf.cast(logits, tf.float32), -1)
     nll = -ops.squeeze(ops.take_along_axis(logp, labels[..., None], axis=-1), -1)
@@ -270,7 +277,7 @@ def run(a: argparse.Namespace) -> int:
             decode = tf.function(model.decode_step, jit_compile=bool(a.xla), reduce_retracing=True)
 
             def step():
-                greedy(model, pool[next(it) % a.pool][0], a.decode_len, encode, decode, a.cache == "fixed")
+                greedy(model, pool[next(it) % a.pool][0], a.decode_len, encode, decode, fixed_cache(a))
                 return sentences * a.decode_len, None
 
     rates, loss = common.measure(step, a, prec)
@@ -289,9 +296,9 @@ def main() -> int:
         help="key-padding mask on every batch (as dlbench's TF model) or only on batches with padding",
     )  # fmt: skip
     p.add_argument(
-        "--cache", choices=("grow", "fixed"), default="grow",
-        help="decoding's key/value caches: grown by concatenation (dlbench's TF model without XLA) or "
-        "preallocated to --decode-len with a position mask (with XLA: one shape, XLA compiles the step once)",
+        "--cache", choices=("auto", "grow", "fixed"), default="auto",
+        help="decoding's key/value caches: grown by concatenation or preallocated to --decode-len with a "
+        "position mask (one shape: XLA compiles the step once); auto = fixed with --xla, as dlbench's TF model",
     )  # fmt: skip
     return common.run_all(p, run)
 

@@ -251,6 +251,17 @@ def test_transformer_cached_decoding_equals_full_recompute(tf_models, fixed):
     assert (cached == full).all(), (cached, full)
 
 
+@pytest.mark.parametrize(("cache", "xla", "fixed"), [("auto", True, True), ("auto", False, False),
+                                                  ("grow", True, False), ("fixed", False, True)])  # fmt: skip
+def test_transformer_cache_follows_execution_mode_by_default(tf_models, cache, xla, fixed):
+    """Decoding under --xla preallocates its caches unless told otherwise, as dlbench's TF model does: grown
+    caches there would make XLA compile the step once per length (minutes at 64 positions)."""
+    import argparse
+
+    load, _ = tf_models
+    assert load("bare_tf_transformer").fixed_cache(argparse.Namespace(cache=cache, xla=xla)) is fixed
+
+
 def test_transformer_tied_projection_is_one_matmul_as_dlbench(tf_models):
     """The output projection of (B, T, d) states against the (V, d) embedding, and its gradient, have the
     op types of dlbench's TF model: no BatchMatMulV2, which broadcasts the table over the batch and whose
