@@ -203,8 +203,11 @@ class Transformer(keras.Model):
         self, prev: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool = False
     ) -> tuple[Any, list]:
         """Decoder at position t for the previous tokens: (argmax ids, caches with position t), the caches
-        grown by concatenation, or (`fixed`, the XLA path) fixed-length ones written at t."""
-        x = self._embed_at(prev[:, None], t) if fixed else self._embed(prev[:, None], t)
+        grown by concatenation, or (`fixed`, the XLA path) fixed-length ones written at t. The position's
+        encoding is gathered at t (`_embed_at`) on both paths: a slice starting at a tensor has an unknown
+        length, and every Dense after it would then reshape through dynamic shapes (about 490 more graph
+        ops per position, which a host-bound graph-mode decode pays for)."""
+        x = self._embed_at(prev[:, None], t)
         grown = []
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
             x, k, v = layer.step_at(x, t, kv, keep, k, v) if fixed else layer.step(x, kv, keep, k, v)
