@@ -20,6 +20,7 @@ the harness, sets the pace. The job must be a translation job with mode=infer an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import sys
@@ -99,11 +100,8 @@ def main() -> int:
         for _ in range(a.windows):
             t = time.perf_counter()
             for _ in range(a.steps):
-                if device is None:
+                with tf.device(device) if device else contextlib.nullcontext():
                     model.translate(src, length, check_every=0, jit_compile=model.decode_jit_compile)
-                else:
-                    with tf.device(device):
-                        model.translate(src, length, check_every=0, jit_compile=model.decode_jit_compile)
             dt = time.perf_counter() - t
             say(kind=kind, rate=n * length * a.steps / dt, s=dt)
 

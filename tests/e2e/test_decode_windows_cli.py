@@ -42,20 +42,26 @@ def job_args(framework: str) -> list[str]:
     ]
 
 
-def test_jax_windows_of_every_kind_on_a_tiny_decoding_job(cli):
+def windows(cli, framework: str, config) -> list[dict]:
+    """The tool's WINDOW lines on a tiny decoding job of `framework` run through the CLI (skips without
+    the framework's interpreter)."""
     try:
-        python = worker_python(JaxConfig())
+        python = worker_python(config)
     except ConfigError as exc:
         pytest.skip(str(exc))
-    res = cli.run(job_args("jax"), timeout=600)
+    res = cli.run(job_args(framework), timeout=600)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     (job,) = (cli.tmp / "sweep").rglob("job.json")
     proc = subprocess.run(
-        [python, str(script("jax")), str(job), "--steps", "2", "--windows", "2"],
+        [python, str(script(framework)), str(job), "--steps", "2", "--windows", "2"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [json.loads(ln[len("WINDOW ") :]) for ln in proc.stdout.splitlines() if ln.startswith("WINDOW ")]
+    return [json.loads(ln[len("WINDOW ") :]) for ln in proc.stdout.splitlines() if ln.startswith("WINDOW ")]
+
+
+def test_jax_windows_of_every_kind_on_a_tiny_decoding_job(cli):
+    lines = windows(cli, "jax", JaxConfig())
     kinds = [ln["kind"] for ln in lines]
     for kind in ("harness", "harness_gc_off", "direct_read", "direct_no_read", "harness_again"):
         assert kinds.count(kind) == 2, kinds
@@ -69,19 +75,7 @@ def test_jax_windows_of_every_kind_on_a_tiny_decoding_job(cli):
 
 
 def test_tf_windows_of_every_kind_on_a_tiny_decoding_job(cli):
-    try:
-        python = worker_python(TFConfig())
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-    res = cli.run(job_args("tf"), timeout=600)
-    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
-    (job,) = (cli.tmp / "sweep").rglob("job.json")
-    proc = subprocess.run(
-        [python, str(script("tf")), str(job), "--steps", "2", "--windows", "2"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [json.loads(ln[len("WINDOW ") :]) for ln in proc.stdout.splitlines() if ln.startswith("WINDOW ")]
+    lines = windows(cli, "tf", TFConfig())
     kinds = [ln["kind"] for ln in lines]
     for kind in ("harness", "harness_gc_off", "direct_scope", "direct_no_scope", "harness_again"):
         assert kinds.count(kind) == 2, kinds

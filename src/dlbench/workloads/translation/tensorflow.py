@@ -171,8 +171,9 @@ class Transformer(keras.Model):
             _DecoderLayer(d_model, heads, ffn, dropout, name=f"dec_{i}") for i in range(decoder_layers)
         ]
         self.drop = layers.Dropout(dropout)
-        self._step_fn: Any = None  # (encode, step) as tf.functions without XLA, made on first use
-        self._xla_fns: Any = None  # (encode, step) compiled with XLA, made on first use
+        self._decode_fns: dict[
+            bool, tuple
+        ] = {}  # XLA or not -> (encode, step) tf.functions, made on first use
         self.decode_jit_compile = False  # `infer` decodes with XLA (TranslationTF.compile_infer)
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
@@ -243,28 +244,19 @@ class Transformer(keras.Model):
         and the step are XLA-compiled, the step over fixed-length caches (one shape, one compilation):
         the same tokens."""
         s, heads = self.spec, self.spec.heads
-        if jit_compile:
-            if self._xla_fns is None:
-                self._xla_fns = (
-                    tf.function(self._encode_for_decoding, jit_compile=True, reduce_retracing=True),
-                    tf.function(
-                        functools.partial(self._decode_position, fixed=True),
-                        jit_compile=True,
-                        reduce_retracing=True,
-                    ),
-                )
-            encode, step_fn = self._xla_fns
-            keep, cross = encode(src)
-            length = max_len
-        else:
-            if self._step_fn is None:
-                self._step_fn = (
-                    tf.function(self._encode_for_decoding, reduce_retracing=True),
-                    tf.function(functools.partial(self._decode_position, fixed=False), reduce_retracing=True),
-                )
-            encode, step_fn = self._step_fn
-            keep, cross = encode(src)
-            length = 0
+        if jit_compile not in self._decode_fns:
+            xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
+            self._decode_fns[jit_compile] = (
+                tf.function(self._encode_for_decoding, jit_compile=xla, reduce_retracing=True),
+                tf.function(
+                    functools.partial(self._decode_position, fixed=jit_compile),
+                    jit_compile=xla,
+                    reduce_retracing=True,
+                ),
+            )
+        encode, step_fn = self._decode_fns[jit_compile]
+        keep, cross = encode(src)
+        length = max_len if jit_compile else 0  # fixed-length caches under XLA, grown ones otherwise
         dtype = cross[0][0].dtype
         empty = ops.zeros((ops.shape(src)[0], length, heads, s.d_model // heads), dtype=dtype)
         caches = [(empty, empty) for _ in self.dec]
