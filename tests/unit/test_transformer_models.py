@@ -80,6 +80,9 @@ load_neutral(m, weights)
 logits = m((src, tgt))
 loss = float(label_smoothed_ce(logits, labels))
 ids = m.translate(src, MAX_LEN)
+step = m._decode_fns[False][1]  # graph mode's step, every trace of it
+out["step_ops"] = sorted({op.type for f in step._list_all_concrete_functions_for_serialization()
+                          for op in f.graph.get_operations()})
 out["xla_same"] = bool(np.array_equal(m.translate(src, MAX_LEN, jit_compile=True), ids))
 out["xla_fixed_same"] = bool(np.array_equal(
     m.translate(src, MAX_LEN, check_every=0, jit_compile=True), m.translate(src, MAX_LEN, check_every=0)))
@@ -251,6 +254,14 @@ def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
     assert outputs["tf"][0]["xla_same"] and outputs["tf"][0]["xla_fixed_same"]
     if "jax" in outputs:  # the early-stop check and the unjitted step change nothing either
         assert outputs["jax"][0]["check_every_same"] and outputs["jax"][0]["eager_same"]
+
+
+def test_tf_graph_mode_step_has_no_host_bound_argmax(outputs):
+    """keras.ops.argmax's -0.0 rewrite (an int32 bitwise test over the logits) ran on the host in graph
+    mode, copying (B, vocab) values off the GPU at every position; the step takes tf.argmax instead."""
+    step_ops = set(outputs["tf"][0]["step_ops"])
+    assert {"ArgMax", "MatMul"} <= step_ops
+    assert not step_ops & {"BitwiseAnd", "Bitcast"}
 
 
 def test_cached_decoding_equals_teacher_forcing_on_its_own_output(outputs):

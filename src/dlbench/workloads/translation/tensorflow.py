@@ -207,13 +207,16 @@ class Transformer(keras.Model):
         grown by concatenation, or (`fixed`, the XLA path) fixed-length ones written at t. The position's
         encoding is gathered at t (`_embed_at`) on both paths: a slice starting at a tensor has an unknown
         length, and every Dense after it would then reshape through dynamic shapes (about 490 more graph
-        ops per position, which a host-bound graph-mode decode pays for)."""
+        ops per position, which a host-bound graph-mode decode pays for). The argmax is tf.argmax:
+        keras.ops.argmax first rewrites -0.0 in the float32-cast logits with an int32 bitwise test, which
+        TF ran on the host, copying (B, vocab) values off the GPU and back at every position (about 15% of
+        a graph-mode decode on an H200); a tie of 0.0 and -0.0 does not matter to a greedy choice."""
         x = self._embed_at(prev[:, None], t)
         grown = []
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
             x, k, v = layer.step_at(x, t, kv, keep, k, v) if fixed else layer.step(x, kv, keep, k, v)
             grown.append((k, v))
-        return ops.cast(ops.argmax(self._logits(x[:, 0]), axis=-1), "int32"), grown
+        return tf.argmax(self._logits(x[:, 0]), axis=-1, output_type=tf.int32), grown
 
     def _decode_position(
         self, prev: Any, done: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool
