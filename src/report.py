@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # run from a checkout 
 
 from mlflow.exceptions import MlflowException  # noqa: E402
 
-from dlbench.report import ReportInputError, build_report, describe_store, open_client  # noqa: E402
+from dlbench.report import Report, ReportInputError, build_report, describe_store, open_client  # noqa: E402
 from dlbench.report.equivalence import RELATIVE_DELTA, Margins  # noqa: E402
 from dlbench.tracking.store import resolve_uri  # noqa: E402
 
@@ -110,15 +110,22 @@ def main(argv: list[str] | None = None) -> int:
     except MlflowException as exc:  # unreachable server, broken store: one line, not a traceback
         print(f"report: MLflow store {uri}: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    a = report.analysis
-    print(
-        f"report for {report.selection.title.removeprefix('dlbench report: ')}: "
-        f"{len(a.finished)} finished, {len(a.failed)} failed; {len(a.findings)} findings"
-        + (f"; {len(report.latency.runs)} serving runs" if report.latency and report.latency.runs else "")
-    )
+    print(summary_line(report))
     for path in report.files:
         print(f"  {path}")
     return 0
+
+
+def summary_line(report: Report) -> str:
+    """The one line the CLI prints: every finished job counted, as the report's overview counts them
+    (accuracy and serving runs have their own sections, not the throughput tables)."""
+    a, accuracy = report.analysis, report.accuracy.runs
+    latency = report.latency.runs if report.latency else []
+    finished = len(a.finished) + len(accuracy) + len(latency)
+    parts = [f"{finished} finished, {len(a.failed)} failed", f"{len(a.findings)} findings"]
+    parts += [f"{len(accuracy)} accuracy runs"] if accuracy else []
+    parts += [f"{len(latency)} serving runs"] if latency else []
+    return f"report for {report.selection.title.removeprefix('dlbench report: ')}: " + "; ".join(parts)
 
 
 if __name__ == "__main__":

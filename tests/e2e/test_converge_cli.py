@@ -4,6 +4,7 @@ the report never calls it a match."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -84,6 +85,11 @@ def test_a_nan_training_is_flagged_and_never_a_match(store: dict) -> None:
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=cli.env(),
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
+    # the CLI's line counts the accuracy runs as finished jobs, as the report's overview does
+    counted = re.search(
+        r": (\d+) finished, 0 failed; \d+ findings; (\d+) accuracy runs$", res.stdout.splitlines()[0]
+    )
+    assert counted and int(counted[1]) == int(counted[2]) >= 2, res.stdout
     md = (out / "report.md").read_text()
     accuracy = md[md.index("## Accuracy") :]
     assert "diverged (2 of 2 seeds gave a NaN or inf loss or metric): not a match, no verdict." in accuracy
