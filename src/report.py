@@ -117,12 +117,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary_line(report: Report) -> str:
-    """The one line the CLI prints: every finished job counted, as the report's overview counts them
-    (accuracy and serving runs have their own sections, not the throughput tables)."""
+    """The one line the CLI prints, counting finished jobs as the report's overview does."""
     a, accuracy = report.analysis, report.accuracy.runs
     latency = report.latency.runs if report.latency else []
-    finished = len(a.finished) + len(accuracy) + len(latency)
-    parts = [f"{finished} finished, {len(a.failed)} failed", f"{len(a.findings)} findings"]
+    parts = [f"{report.finished} finished, {len(a.failed)} failed", f"{len(a.findings)} findings"]
     parts += [f"{len(accuracy)} accuracy runs"] if accuracy else []
     parts += [f"{len(latency)} serving runs"] if latency else []
     return f"report for {report.selection.title.removeprefix('dlbench report: ')}: " + "; ".join(parts)

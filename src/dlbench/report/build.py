@@ -52,6 +52,16 @@ class Report:
     def files(self) -> list[Path]:
         return [self.markdown, self.html, *self.images]
 
+    @property
+    def finished(self) -> int:
+        return finished_jobs(self.analysis, self.accuracy, self.latency)
+
+
+def finished_jobs(analysis: Analysis, accuracy: AccuracyAnalysis, latency: LatencyAnalysis | None) -> int:
+    """Finished jobs of every kind: throughput rows, accuracy runs and serving runs (the latter two have
+    their own sections, not the throughput tables)."""
+    return len(analysis.finished) + len(accuracy.runs) + (len(latency.runs) if latency else 0)
+
 
 def build_report(
     client: MlflowClient,
@@ -202,7 +212,7 @@ def _overview(
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")
     failed = len(analysis.failed)
     b.bullets.append(
-        f"Jobs: {len(analysis.finished) + len(accuracy.runs) + len(latency.runs)} finished"
+        f"Jobs: {finished_jobs(analysis, accuracy, latency)} finished"
         + (f" ({analysis.reused} reused from earlier sweeps, resume=true)" if analysis.reused else "")
         + f", {failed} failed or unfinished"
         + (f", {analysis.hidden} older duplicate runs not shown" if analysis.hidden else "")
