@@ -75,11 +75,16 @@ class _SelfAttention(layers.Layer):
     def step_at(self, x: Any, t: Any, k_cache: Any, v_cache: Any) -> tuple[Any, Any, Any]:
         """`step` on fixed-length caches (B, max_len, H, D): this position's keys/values written at t,
         positions after t masked out. One shape for every step, so XLA compiles the step once; the
-        masked positions add attention work over max_len keys, small beside the feed-forward blocks."""
+        masked positions add attention work over max_len keys, small beside the feed-forward blocks.
+        The write is a select over positions, not a slice update: TF does not donate an XLA function's
+        inputs, so a slice update of an input cache first copies the whole cache (two more device
+        copies per layer and position, each one more launch in a host-bound loop); the select writes
+        the new cache in one fused pass, as the hand-written decoder (yardsticks/bare_tf_transformer.py) does."""
         q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
-        k_cache = ops.slice_update(k_cache, (0, t, 0, 0), k)
-        v_cache = ops.slice_update(v_cache, (0, t, 0, 0), v)
-        seen = (ops.arange(ops.shape(k_cache)[1]) <= t)[None, None, None, :]
+        at = ops.arange(ops.shape(k_cache)[1])
+        put = (at == t)[None, :, None, None]
+        k_cache, v_cache = ops.where(put, k, k_cache), ops.where(put, v, v_cache)
+        seen = (at <= t)[None, None, None, :]
         y = ops.dot_product_attention(q, k_cache, v_cache, mask=seen)
         return self.out(_merge(y)), k_cache, v_cache
 
