@@ -25,17 +25,20 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-HE = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
+
+def he() -> keras.initializers.Initializer:
+    """A fresh initializer per layer: a shared Keras 3 instance gives layers of one shape the same weights."""
+    return keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
 
 
-def conv(x, filters: int, kernel: int, stride: int = 1, init=HE):
+def conv(x, filters: int, kernel: int, stride: int = 1, init=he):
     """Conv with torch's padding: kernel // 2 on every side (explicit when strided, where TF's "same"
     would pad the bottom/right more)."""
     pad = kernel // 2
     if stride > 1 and pad:
         x = layers.ZeroPadding2D(pad)(x)
     padding = "valid" if (stride > 1 and pad) or not pad else "same"
-    return layers.Conv2D(filters, kernel, stride, padding, use_bias=False, kernel_initializer=init)(x)
+    return layers.Conv2D(filters, kernel, stride, padding, use_bias=False, kernel_initializer=init())(x)
 
 
 def bn(x):
@@ -45,7 +48,7 @@ def bn(x):
 def bottleneck(x, width: int, stride: int):
     shortcut = x
     if stride != 1 or x.shape[-1] != 4 * width:
-        shortcut = bn(layers.Conv2D(4 * width, 1, stride, use_bias=False, kernel_initializer=HE)(x))
+        shortcut = bn(layers.Conv2D(4 * width, 1, stride, use_bias=False, kernel_initializer=he())(x))
     y = layers.ReLU()(bn(conv(x, width, 1)))
     y = layers.ReLU()(bn(conv(y, width, 3, stride)))
     y = bn(conv(y, 4 * width, 1))
@@ -94,14 +97,17 @@ def vgg16(size: int, classes: int) -> keras.Model:
         if v == "M":
             x = layers.MaxPooling2D(2, 2)(x)
         else:
-            x = layers.Conv2D(v, 3, padding="same", activation="relu", kernel_initializer=HE)(x)
+            x = layers.Conv2D(v, 3, padding="same", activation="relu", kernel_initializer=he())(x)
     if x.shape[1] != 7 or x.shape[2] != 7:
         x = AdaptiveAvgPool(7)(x)
     x = layers.Flatten()(x)
-    init = keras.initializers.RandomNormal(stddev=0.01)
+
+    def init():
+        return keras.initializers.RandomNormal(stddev=0.01)
+
     for _ in range(2):
-        x = layers.Dropout(0.5)(layers.Dense(4096, activation="relu", kernel_initializer=init)(x))
-    x = layers.Dense(classes, kernel_initializer=init)(x)
+        x = layers.Dropout(0.5)(layers.Dense(4096, activation="relu", kernel_initializer=init())(x))
+    x = layers.Dense(classes, kernel_initializer=init())(x)
     return keras.Model(images, layers.Activation("linear", dtype="float32")(x))
 
 

@@ -39,14 +39,17 @@ def neumf(users: int, items: int, factors: int = 64, mlp=(256, 256, 128, 64)) ->
     """model([user_ids, item_ids]) -> float32 logits (N, 1)."""
     user = keras.Input((), dtype="int32")
     item = keras.Input((), dtype="int32")
-    normal = keras.initializers.RandomNormal(stddev=0.01)
+
+    def normal():  # one per table: a shared Keras 3 instance draws every table from one seed
+        return keras.initializers.RandomNormal(stddev=0.01)
+
     mf = layers.Multiply()(
-        [layers.Embedding(users, factors, embeddings_initializer=normal)(user),
-         layers.Embedding(items, factors, embeddings_initializer=normal)(item)]
+        [layers.Embedding(users, factors, embeddings_initializer=normal())(user),
+         layers.Embedding(items, factors, embeddings_initializer=normal())(item)]
     )  # fmt: skip
     x = layers.Concatenate()(
-        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal)(user),
-         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal)(item)]
+        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal())(user),
+         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal())(item)]
     )  # fmt: skip
     for fan_in, width in zip(mlp[:-1], mlp[1:], strict=True):
         x = layers.Dense(

@@ -38,7 +38,7 @@ from keras import layers
 FEATURE_CHANNELS = (1024, 512, 512, 256, 256, 256)
 EXTRA_MID = (256, 256, 128, 128, 128)
 PER_CELL = (4, 6, 6, 6, 4, 4)  # default boxes per cell on the 38, 19, 10, 5, 3, 1 maps
-XAVIER = "glorot_uniform"
+XAVIER = keras.initializers.GlorotUniform  # a factory: a fresh initializer per layer
 
 
 def extra_block(x, mid: int, cout: int, downsample: bool):
@@ -47,14 +47,14 @@ def extra_block(x, mid: int, cout: int, downsample: bool):
         x = conv(x, cout, 3, 2, init=XAVIER)
     else:  # DLE's unpadded 3x3 (5 -> 3 -> 1); padded when the map is under 3 wide (small CPU inputs)
         padding = "valid" if x.shape[1] >= 3 else "same"
-        x = layers.Conv2D(cout, 3, padding=padding, use_bias=False, kernel_initializer=XAVIER)(x)
+        x = layers.Conv2D(cout, 3, padding=padding, use_bias=False, kernel_initializer=XAVIER())(x)
     return layers.ReLU()(bn(x))
 
 
 def head(x, channels: int, rows: int):
     bound = 1.0 / math.sqrt(x.shape[-1] * 9)  # torch's conv bias init
     y = layers.Conv2D(
-        channels, 3, padding="same", kernel_initializer=XAVIER,
+        channels, 3, padding="same", kernel_initializer=XAVIER(),
         bias_initializer=keras.initializers.RandomUniform(-bound, bound),
     )(x)  # fmt: skip
     return layers.Reshape((rows, -1))(layers.Permute((3, 1, 2))(y))  # NCHW order, as torch reshapes

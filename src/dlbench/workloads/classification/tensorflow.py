@@ -24,12 +24,24 @@ BN_MOMENTUM = 0.9  # keras momentum = 1 - torch momentum (0.1)
 # Initializers as in torch, so first losses are comparable across frameworks (speed is unaffected):
 # torchvision's kaiming_normal_(fan_out, relu) for convs, torch's default layer init
 # (kaiming_uniform_(a=sqrt(5)) = U(+-1/sqrt(fan_in))) elsewhere, and VGG's normal(0, 0.01) classifier.
-HE_FAN_OUT = keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
-TORCH_DEFAULT = keras.initializers.VarianceScaling(1.0 / 3.0, mode="fan_in", distribution="uniform")
-VGG_DENSE = keras.initializers.RandomNormal(stddev=0.01)
+# Each is a factory called once per layer: a Keras 3 initializer instance keeps the seed it drew when made,
+# so one instance shared by several layers gives every layer of one shape the same weights (all 3x3 convs of
+# a ResNet stage identical), a start that trains unlike torch's independent draws.
 
 
-def _conv(x, filters: int, kernel: int, stride: int = 1, init=HE_FAN_OUT, name: str | None = None):
+def he_fan_out() -> keras.initializers.Initializer:
+    return keras.initializers.VarianceScaling(2.0, mode="fan_out", distribution="untruncated_normal")
+
+
+def torch_default() -> keras.initializers.Initializer:
+    return keras.initializers.VarianceScaling(1.0 / 3.0, mode="fan_in", distribution="uniform")
+
+
+def vgg_dense() -> keras.initializers.Initializer:
+    return keras.initializers.RandomNormal(stddev=0.01)
+
+
+def _conv(x, filters: int, kernel: int, stride: int = 1, init=he_fan_out, name: str | None = None):
     """Bias-free conv with PyTorch padding (kernel // 2 on every side)."""
     pad = kernel // 2
     if stride > 1 and pad:
@@ -43,7 +55,7 @@ def _conv(x, filters: int, kernel: int, stride: int = 1, init=HE_FAN_OUT, name: 
         strides=stride,
         padding=padding,
         use_bias=False,
-        kernel_initializer=init,
+        kernel_initializer=init(),
         name=name,
     )(x)
 
@@ -52,9 +64,9 @@ def _bn(x, name: str | None = None):
     return layers.BatchNormalization(epsilon=BN_EPS, momentum=BN_MOMENTUM, name=name)(x)
 
 
-def _head(x, num_classes: int, init=TORCH_DEFAULT):
+def _head(x, num_classes: int, init=torch_default):
     """Logits dense in the compute dtype, then a float32 cast for a numerically safe loss."""
-    x = layers.Dense(num_classes, kernel_initializer=init, name="logits")(x)
+    x = layers.Dense(num_classes, kernel_initializer=init(), name="logits")(x)
     return layers.Activation("linear", dtype="float32", name="logits_f32")(x)
 
 
@@ -70,7 +82,12 @@ def _bottleneck(x, width: int, stride: int, name: str):
     shortcut = x
     if stride != 1 or x.shape[-1] != out_ch:
         shortcut = layers.Conv2D(
-            out_ch, 1, strides=stride, use_bias=False, kernel_initializer=HE_FAN_OUT, name=f"{name}_down_conv"
+            out_ch,
+            1,
+            strides=stride,
+            use_bias=False,
+            kernel_initializer=he_fan_out(),
+            name=f"{name}_down_conv",
         )(x)
         shortcut = _bn(shortcut, f"{name}_down_bn")
     y = layers.ReLU()(_bn(_conv(x, width, 1, name=f"{name}_conv1"), f"{name}_bn1"))
@@ -138,16 +155,16 @@ def vgg16(spec: ClassificationConfig, input_dtype: str = "float32") -> keras.Mod
             x = layers.MaxPooling2D(2, strides=2)(x)
             continue
         name = "stem_conv" if first else None
-        x = layers.Conv2D(v, 3, padding="same", kernel_initializer=HE_FAN_OUT, name=name)(x)
+        x = layers.Conv2D(v, 3, padding="same", kernel_initializer=he_fan_out(), name=name)(x)
         x = layers.ReLU()(x)
         first = False
     if x.shape[1] != 7 or x.shape[2] != 7:
         x = AdaptiveAvgPool2D(7, name="adaptive_pool")(x)
     x = layers.Flatten()(x)
     for _ in range(2):
-        x = layers.Dense(4096, activation="relu", kernel_initializer=VGG_DENSE)(x)
+        x = layers.Dense(4096, activation="relu", kernel_initializer=vgg_dense())(x)
         x = layers.Dropout(0.5)(x)
-    return keras.Model(inputs, _head(x, spec.num_classes, VGG_DENSE), name="vgg16")
+    return keras.Model(inputs, _head(x, spec.num_classes, vgg_dense), name="vgg16")
 
 
 # --- CIFAR ResNet (He et al. 2016, sec. 4.2; option A shortcuts) -----------------------------------
@@ -174,8 +191,8 @@ class PadShortcut(layers.Layer):
 
 def _basic_block(x, cout: int, stride: int, name: str):
     cin = x.shape[-1]
-    y = layers.ReLU()(_bn(_conv(x, cout, 3, stride, TORCH_DEFAULT, f"{name}_conv1"), f"{name}_bn1"))
-    y = _bn(_conv(y, cout, 3, init=TORCH_DEFAULT, name=f"{name}_conv2"), f"{name}_bn2")
+    y = layers.ReLU()(_bn(_conv(x, cout, 3, stride, torch_default, f"{name}_conv1"), f"{name}_bn1"))
+    y = _bn(_conv(y, cout, 3, init=torch_default, name=f"{name}_conv2"), f"{name}_bn2")
     shortcut = PadShortcut(cout - cin, name=f"{name}_pad")(x) if (stride != 1 or cin != cout) else x
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
@@ -186,7 +203,7 @@ def resnet_cifar(spec: ClassificationConfig, input_dtype: str = "float32") -> ke
         raise ValueError(f"model.depth={depth}: a CIFAR ResNet has depth 6n+2 (20, 32, 44, 56, 110)")
     n = (depth - 2) // 6
     inputs = _input(spec, input_dtype)
-    x = layers.ReLU()(_bn(_conv(inputs, 16, 3, init=TORCH_DEFAULT, name="stem_conv"), "stem_bn"))
+    x = layers.ReLU()(_bn(_conv(inputs, 16, 3, init=torch_default, name="stem_conv"), "stem_bn"))
     for stage, width in enumerate((16, 32, 64)):
         for i in range(n):
             x = _basic_block(x, width, 2 if (stage > 0 and i == 0) else 1, f"stage{stage + 1}_{i}")

@@ -44,7 +44,7 @@ from dlbench.workloads.detection.spec import (
     DetectionConfig,
 )
 
-XAVIER = "glorot_uniform"
+XAVIER = keras.initializers.GlorotUniform  # a factory: one fresh initializer per layer (see _conv)
 
 
 def _backbone(x):
@@ -64,7 +64,7 @@ def _extra_block(x, mid: int, cout: int, downsample: bool, name: str, pad: int =
     else:  # unpadded 3x3 (5 -> 3 -> 1); padded ("same" = 1 on every side) below a 3-wide map
         padding = "same" if pad else "valid"
         x = layers.Conv2D(
-            cout, 3, padding=padding, use_bias=False, kernel_initializer=XAVIER, name=f"{name}_conv2"
+            cout, 3, padding=padding, use_bias=False, kernel_initializer=XAVIER(), name=f"{name}_conv2"
         )(x)
     return layers.ReLU()(_bn(x, f"{name}_bn2"))
 
@@ -76,7 +76,7 @@ def _head(x, channels: int, rows: int, name: str):
         channels,
         3,
         padding="same",
-        kernel_initializer=XAVIER,
+        kernel_initializer=XAVIER(),
         bias_initializer=keras.initializers.RandomUniform(-bound, bound),
         name=name,
     )(x)
