@@ -42,7 +42,8 @@ def vgg_dense() -> keras.initializers.Initializer:
 
 
 def _conv(x, filters: int, kernel: int, stride: int = 1, init=he_fan_out, name: str | None = None):
-    """Bias-free conv with PyTorch padding (kernel // 2 on every side)."""
+    """Bias-free conv with PyTorch padding (kernel // 2 on every side); `init` is an initializer factory,
+    called here so that each layer draws its own weights."""
     pad = kernel // 2
     if stride > 1 and pad:
         x = layers.ZeroPadding2D(pad, name=f"{name}_pad" if name else None)(x)
