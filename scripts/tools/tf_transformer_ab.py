@@ -36,7 +36,6 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 VARIANTS = ("Y", "D", "DY", "YD")
-LR_WARMUP = 4000
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -57,36 +56,37 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
-def variants(size: Any) -> dict[str, tuple[Callable, Callable, Callable]]:
-    """Name -> (make the network, loss(model, src, tgt_in, labels), make the optimizer)."""
+def variants(cfg: Any) -> dict[str, tuple[Callable, Callable, Callable]]:
+    """Name -> (make the network, loss(model, src, tgt_in, labels), make the optimizer). dlbench's parts are
+    the ones its TF bench builds for `cfg` (a TranslationConfig): the family's build_model, the workload
+    spec's optimizer through make_optimizer, the family's loss."""
     import bare_tf_transformer as bare
 
     from dlbench.backends.tensorflow.family import call_model
     from dlbench.backends.tensorflow.optimizers import make_optimizer
-    from dlbench.core.spec import OptimizerSpec
     from dlbench.workloads.translation import tensorflow as mine
+    from dlbench.workloads.translation.spec import model_size, spec
 
-    def bare_net() -> keras.Model:
-        net = bare.Transformer(
-            size.vocab, size.d_model, size.heads, size.ffn, size.encoder_layers, size.dropout
-        )
-        net((np.full((1, 2), 4, np.int32), np.full((1, 2), 4, np.int32)))
-        return net
+    size = model_size(cfg)
+
+    def bare_net() -> keras.Model:  # the yardstick's own build (one layer count for encoder and decoder)
+        return bare.build(
+            argparse.Namespace(
+                vocab=size.vocab, d_model=size.d_model, heads=size.heads, d_ff=size.ffn,
+                layers=size.encoder_layers, dropout=size.dropout, decode_len=0,
+            )
+        )  # fmt: skip
 
     def my_net() -> keras.Model:
-        return mine.build_transformer(**size.kwargs())
+        return mine.build_model(cfg)
 
     def bare_opt() -> keras.optimizers.Optimizer:
         return keras.optimizers.Adam(
-            bare.Noam(size.d_model, LR_WARMUP), beta_1=0.9, beta_2=0.98, epsilon=1e-9
+            bare.Noam(size.d_model, cfg.warmup), beta_1=0.9, beta_2=0.98, epsilon=1e-9
         )
 
     def my_opt() -> keras.optimizers.Optimizer:
-        peak = size.d_model**-0.5 * LR_WARMUP**-0.5
-        spec = OptimizerSpec(
-            "adam", peak, betas=(0.9, 0.98), eps=1e-9, warmup_steps=LR_WARMUP, decay="inverse_sqrt"
-        )
-        return make_optimizer(spec)
+        return make_optimizer(spec(cfg).optimizer)
 
     def bare_loss(m, s, t, y):
         return bare.label_smoothed_ce(m((s, t), training=True, masked=True), y)
@@ -124,13 +124,14 @@ def train_step(model: keras.Model, opt: keras.optimizers.Optimizer, loss_of: Cal
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
-    from bare_data import sentence_pairs
+    from bare_data import PAD, sentence_pairs
 
+    from dlbench.workloads.translation.spec import TranslationConfig
     from dlbench.workloads.translation.transformer import SIZES
 
     if a.size not in SIZES:
         sys.exit(f"--size {a.size}: not a Transformer size; choose from {', '.join(SIZES)}")
-    size = SIZES[a.size]
+    cfg = TranslationConfig(size=a.size, vocab=SIZES[a.size].vocab)  # the size's own vocabulary
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         tf.config.experimental.set_memory_growth(gpu, True)
@@ -139,17 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     on_gpu = a.device == "gpu"
     keras.utils.set_random_seed(0)
     keras.mixed_precision.set_global_policy("mixed_float16" if on_gpu else "mixed_bfloat16")
-    flags = argparse.Namespace(vocab=size.vocab, max_len=a.length, min_len=a.length)
+    flags = argparse.Namespace(vocab=cfg.vocab, max_len=a.length, min_len=a.length)
     rng = np.random.default_rng(0)
     with tf.device("/GPU:0" if on_gpu else "/CPU:0"):
         pool = [
             tuple(tf.identity(tf.constant(x)) for x in sentence_pairs(a.sentences, flags, rng))
             for _ in range(4)
         ]
-        tokens = int(np.sum(pool[0][2].numpy() != 0))
-        steps = {}
+        tokens = int(np.sum(pool[0][2].numpy() != PAD))
+        steps, parts = {}, variants(cfg)
         for name in a.variants:
-            make_net, loss_of, make_opt = variants(size)[name]
+            make_net, loss_of, make_opt = parts[name]
             model, opt = make_net(), make_opt()
             opt = keras.optimizers.LossScaleOptimizer(opt) if on_gpu else opt
             opt.build(model.trainable_variables)
