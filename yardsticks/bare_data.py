@@ -102,6 +102,11 @@ def transformer_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=6, help="encoder layers, and as many decoder layers")
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--lr-warmup", type=int, default=4000, help="Adam's warm-up steps (the paper's 4,000)")
+    p.add_argument(
+        "--loop", choices=("host", "device"), default="host",
+        help="greedy decoding's loop over positions: host (one compiled call per position) or device (every "
+        "position in one compiled call: a while loop the compiler sees whole; needs the compiled step)",
+    )  # fmt: skip
 
 
 def sentence_pairs(n: int, a: argparse.Namespace, rng: np.random.Generator):

@@ -22,12 +22,14 @@ bare_tf_transformer.py --cache fixed and dlbench's JAX model: the encoder once (
 decoder layer's cross-attention keys/values), then --decode-len positions, each one jitted call over
 self-attention caches preallocated to --decode-len (written at t, masked beyond it: one shape, compiled once;
 the caches donated) that puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed;
-it counts generated tokens (sentences x decode length) per second.
+it counts generated tokens (sentences x decode length) per second. `--loop device` puts the encoder and every
+position in one jitted call instead (a fori_loop over the same step), so the host launches one program per
+batch.
 
 Usage: python yardsticks/bare_jax_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64]
        [--no-jit] [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20]
        [--steps 20] [--windows 8] [--device auto|cuda|cpu] [--vocab 32000] [--d-model 512] [--heads 8]
-       [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000]
+       [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--loop host|device]
 """
 
 from __future__ import annotations
@@ -263,6 +265,32 @@ def greedy_decoder(model: Transformer, steps: int, sentences: int, a: argparse.N
     return decode
 
 
+def device_loop_decoder(model: Transformer, steps: int):
+    """`decode(params, src)` for --loop device: the encoder and `steps` positions in one jitted call, a
+    fori_loop over `decode_step` writing each position's ids into a (B, steps) array, which it returns."""
+
+    def decode_all(params, src):
+        cross, mask, caches = model.apply({"params": params}, src, steps, method=Transformer.start)
+        b = src.shape[0]
+
+        def body(t, carry):
+            prev, done, caches, out = carry
+            prev, done, caches = model.apply(
+                {"params": params}, prev, done, t, cross, mask, caches, method=Transformer.decode_step
+            )
+            return prev, done, caches, jax.lax.dynamic_update_slice_in_dim(out, prev[:, None], t, axis=1)
+
+        start = (
+            jnp.full((b,), BOS, jnp.int32),
+            jnp.zeros((b,), bool),
+            caches,
+            jnp.zeros((b, steps), jnp.int32),
+        )
+        return jax.lax.fori_loop(0, steps, body, start)[-1]
+
+    return jax.jit(decode_all)
+
+
 def build(a: argparse.Namespace, dtype: Any = jnp.float32) -> Transformer:
     return Transformer(a.vocab, a.d_model, a.heads, a.d_ff, a.layers, a.dropout, dtype)
 
@@ -298,10 +326,17 @@ def run(a: argparse.Namespace) -> int:
             state, loss = fn(state, *pool[i])
             return counts[i], loss
     else:
-        steps, decode = a.decode_len, greedy_decoder(model, a.decode_len, sentences, a)
+        steps = a.decode_len
+        if a.loop == "device":
+            decode_all = device_loop_decoder(model, steps)
 
-        def step():
-            return sentences * steps, decode(params, pool[next(it) % a.pool][0])[-1]
+            def step():
+                return sentences * steps, decode_all(params, pool[next(it) % a.pool][0])
+        else:
+            decode = greedy_decoder(model, steps, sentences, a)
+
+            def step():
+                return sentences * steps, decode(params, pool[next(it) % a.pool][0])[-1]
 
     rates, out = common.measure(step, a)
     train = a.mode == "train"
@@ -309,12 +344,16 @@ def run(a: argparse.Namespace) -> int:
         a, prec, rates, out if train else None, model="transformer", params=common.param_count(params),
         unit="target tokens/s" if train else "generated tokens/s", optimizer="optax", sentences=sentences,
         target_tokens_per_batch=sum(counts) / len(counts), cache="fixed",
+        **({"loop": a.loop} if a.mode == "infer" else {}),
     )  # fmt: skip
 
 
 def main() -> int:
     p = common.parser(__doc__, warmup=20, steps=20, windows=8)
     transformer_flags(p)
+    a = p.parse_known_args()[0]
+    if a.loop == "device" and not a.jit:
+        p.error("--loop device decodes in one jitted call: drop --no-jit")
     return common.run_all(p, run)
 
 

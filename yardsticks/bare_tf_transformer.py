@@ -21,12 +21,15 @@ key/value cache by one position. `--cache auto` (the default) does what dlbench'
 caches (concatenation) in graph mode, fixed ones with --xla (preallocated to --decode-len, written at t and
 masked beyond it, one shape, so XLA compiles the step once instead of once per length, which at 64
 positions takes minutes) and puts PAD after a sentence's EOS; decoding never stops early, so the work is fixed; it counts
-generated tokens (sentences x decode length) per second.
+generated tokens (sentences x decode length) per second. `--loop device` (with --xla) puts the encoder and every
+position in one XLA function instead (a tf.while_loop over the same step on fixed caches), so the host launches
+one program per batch, as dlbench's model.decode_loop=device.
 
 Usage: python yardsticks/bare_tf_transformer.py [--batch-tokens 5120] [--min-len 8] [--max-len 64] [--xla]
        [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20] [--steps 20]
        [--windows 8] [--device auto|cuda|cpu] [--mask always|auto] [--vocab 32000] [--d-model 512]
        [--heads 8] [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--cache auto|grow|fixed]
+       [--loop host|device]
 """
 
 from __future__ import annotations
@@ -209,6 +212,24 @@ def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = Fa
     return out
 
 
+def decode_all(model: Transformer, src, steps: int, masked: bool):
+    """Greedy decoding of `steps` positions in one function (--loop device, compiled with XLA): the encoder,
+    then a tf.while_loop over the positions, each `decode_step` over fixed caches, its ids written into a
+    (B, steps) buffer with a select. Returns that buffer."""
+    cross, mask = model.encode(src, masked)
+    b = src.shape[0]
+    empty = tf.zeros((b, steps, model.heads, model.d // model.heads), cross[0][0].dtype)
+    at = tf.range(steps)
+
+    def body(t, ids, done, caches, out):
+        ids, done, caches = model.decode_step(ids, done, t, caches, cross, mask, fixed=True)
+        return t + 1, ids, done, caches, tf.where((at == t)[None, :], ids[:, None], out)
+
+    start = (tf.constant(0), tf.fill([b], BOS), tf.zeros([b], tf.bool), [(empty, empty)] * len(model.dec),
+             tf.zeros([b, steps], tf.int32))  # fmt: skip
+    return tf.while_loop(lambda t, *_: t < steps, body, start, maximum_iterations=steps)[-1]
+
+
 def fixed_cache(a: argparse.Namespace) -> bool:
     """Whether decoding preallocates its caches: --cache, or with auto what dlbench's TF model does (fixed
     under XLA, where grown caches would be compiled once per length)."""
@@ -270,6 +291,12 @@ def run(a: argparse.Namespace) -> int:
             def step():
                 i = next(it) % a.pool
                 return counts[i], fn(*pool[i])
+        elif a.loop == "device":
+            fn = tf.function(lambda src: decode_all(model, src, a.decode_len, masked), jit_compile=True)
+
+            def step():
+                fn(pool[next(it) % a.pool][0])
+                return sentences * a.decode_len, None
         else:
             encode = common.function(lambda src: model.encode(src, masked), a)
             # grown caches change shape every call: one relaxed trace in graph mode, but XLA compiles each
@@ -285,6 +312,7 @@ def run(a: argparse.Namespace) -> int:
     return common.report(
         a, prec, rates, loss, model="transformer", params=common.param_count(model), unit=unit, optimizer="adam",
         sentences=sentences, target_tokens_per_batch=sum(counts) / len(counts),
+        **({"loop": a.loop} if a.mode == "infer" else {}),
     )  # fmt: skip
 
 
@@ -300,6 +328,9 @@ def main() -> int:
         help="decoding's key/value caches: grown by concatenation or preallocated to --decode-len with a "
         "position mask (one shape: XLA compiles the step once); auto = fixed with --xla, as dlbench's TF model",
     )  # fmt: skip
+    a = p.parse_known_args()[0]
+    if a.loop == "device" and not a.xla:
+        p.error("--loop device decodes in one XLA call: add --xla")
     return common.run_all(p, run)
 
 

@@ -37,3 +37,28 @@ def test_transformer_smoke_sweep_trains_and_decodes_in_every_framework(cli):
     if MXNET_BF16:  # no bf16 interleaved kernels on CPU
         mx_train = next(r for r in kids if r.data.params["framework.name"] == "mxnet")
         assert mx_train.data.tags["run.attention"] == "mxnet.batch_dot+softmax"
+
+
+def test_decoding_in_one_compiled_call_runs_compiled_tf_and_jax_and_skips_the_rest(cli):
+    """model.decode_loop=device: TF under XLA and JAX under jit decode every position in one call (the
+    built model says so in run.decode_loop); the cells that cannot (PyTorch, and TF and JAX uncompiled)
+    are not run, each with one line naming why."""
+    overrides = ["framework=tf,jax,torch", "execution=compiled,eager", "model=transformer", "mode=infer"]
+    res = cli.run(
+        [*overrides, "model.decode_loop=device", "precision=fp32", "+experiment=smoke"], timeout=900
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    kids = [r for r in cli.runs() if r.data.tags.get("mlflow.parentRunId")]
+    assert sorted(r.data.params["framework.name"] for r in kids) == ["jax", "tf"]
+    for run in kids:
+        assert run.info.status == "FINISHED" and run.data.metrics["throughput"] > 0
+        assert run.data.params["model.decode_loop"] == "device"
+        assert run.data.tags["run.decode_loop"] == "device"
+        assert run.data.tags["run.execution"] in ("xla", "jit")
+    reasons = [c.split(": ", 1) for c in cli.not_run()]
+    assert [cell for cell, _ in reasons] == [
+        f"{fw} transformer fp32 infer" for fw in ("jax", "tf", "torch", "torch")
+    ]
+    assert reasons[0][1].endswith("framework=jax needs execution=compiled (framework.jit=true)")
+    assert reasons[1][1].endswith("framework=tf needs execution=compiled (framework.xla=true)")
+    assert all("framework=torch decodes from the host" in why for _, why in reasons[2:])  # compiled and eager

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from dlbench.backends import capability
-from dlbench.config import JobConfig
+from dlbench.config import JobConfig, validate
 from dlbench.core import cpu
+from dlbench.errors import ConfigError
 from tests.worker_jobs import worker_env
 
 AVX2 = frozenset({"sse4_1", "avx", "avx2", "fma"})
@@ -177,3 +178,33 @@ def test_prediction_agrees_with_real_tf_bfloat16_kernels(capped):
     predicted = bf16_under_cap(env) is None
     ran = proc.returncode == 0 and "RAN" in proc.stdout
     assert ran == predicted, (proc.returncode, proc.stderr[-2000:])
+
+
+def _decoding(framework: str, loop: str, mode: str = "infer", **knobs) -> JobConfig:
+    model = {"name": "transformer", "task": "translation", "decode_loop": loop}
+    return JobConfig.from_dict(
+        {"framework": {"name": framework, **knobs}, "model": model, "mode": mode, "device": "cpu"}
+    )
+
+
+@pytest.mark.parametrize("framework", ["torch", "mxnet"])
+def test_a_decode_in_one_call_is_not_run_where_decoding_is_a_host_loop(framework):
+    reason = capability.check(_decoding(framework, "device", compile=True)).reason
+    assert reason is not None and "decodes from the host" in reason and "framework=tf and jax" in reason
+    assert capability.check(_decoding(framework, "host")).reason is None
+    assert (
+        capability.check(_decoding(framework, "device", mode="train")).reason is None
+    )  # training never decodes
+
+
+@pytest.mark.parametrize(("framework", "knob"), [("tf", "xla"), ("jax", "jit")])
+def test_a_decode_in_one_call_needs_the_compiled_execution(framework, knob):
+    assert capability.check(_decoding(framework, "device", **{knob: True})).reason is None
+    reason = capability.check(_decoding(framework, "device", **{knob: False})).reason
+    assert reason is not None and "execution=compiled" in reason and f"framework.{knob}=true" in reason
+    assert capability.check(_decoding(framework, "host", **{knob: False})).reason is None
+
+
+def test_an_unknown_decode_loop_is_a_config_error():
+    with pytest.raises(ConfigError, match="model.decode_loop=gpu: choose one of host, device"):
+        validate(_decoding("tf", "gpu", xla=True))

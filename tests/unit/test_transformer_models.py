@@ -86,9 +86,14 @@ out["step_ops"] = sorted({op.type for f in step._list_all_concrete_functions_for
 out["xla_same"] = bool(np.array_equal(m.translate(src, MAX_LEN, jit_compile=True), ids))
 out["xla_fixed_same"] = bool(np.array_equal(
     m.translate(src, MAX_LEN, check_every=0, jit_compile=True), m.translate(src, MAX_LEN, check_every=0)))
+arrays_one_call = {
+    "one_call": m.translate(src, MAX_LEN, jit_compile=True, loop="device"),
+    "one_call_short": m.translate(src, 3, jit_compile=True, loop="device"),
+    "host_short": m.translate(src, 3, check_every=0),
+}
 prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1).astype("int32")
 forced = ops.convert_to_numpy(ops.argmax(m((src, prefix)), -1))
-arrays = dict(logits=ops.convert_to_numpy(logits), ids=ids, forced=forced)
+arrays = dict(logits=ops.convert_to_numpy(logits), ids=ids, forced=forced, **arrays_one_call)
 out["attention"] = ATTENTION
 import keras, tensorflow as tf
 m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
@@ -153,7 +158,10 @@ out["check_every_same"] = bool(np.array_equal(translate(m, m.variables, A(src), 
 out["eager_same"] = bool(np.array_equal(translate(m, m.variables, A(src), MAX_LEN, jit=False), ids))
 prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
 forced = np.asarray(m.module.apply(m.variables, A(src), A(prefix)).argmax(-1))
-arrays = dict(logits=np.asarray(logits), ids=ids, forced=forced)
+arrays = dict(logits=np.asarray(logits), ids=ids, forced=forced,
+              one_call=translate(m, m.variables, A(src), MAX_LEN, loop="device"),
+              one_call_short=translate(m, m.variables, A(src), 3, loop="device"),
+              host_short=translate(m, m.variables, A(src), 3, check_every=0))
 out["attention"] = ATTENTION
 m = build_transformer(size("tiny", dropout=0.0))
 load_neutral(m, weights)
@@ -254,6 +262,21 @@ def test_greedy_decoding_gives_the_same_tokens_in_every_framework(outputs):
     assert outputs["tf"][0]["xla_same"] and outputs["tf"][0]["xla_fixed_same"]
     if "jax" in outputs:  # the early-stop check and the unjitted step change nothing either
         assert outputs["jax"][0]["check_every_same"] and outputs["jax"][0]["eager_same"]
+
+
+def test_decoding_every_position_in_one_compiled_call_gives_the_host_loops_tokens(outputs):
+    """model.decode_loop=device (TF under XLA, JAX under jit): the encoder and every position in one call
+    decode what the host loop decodes, once the PAD columns are cut as the host loop cuts them, at the
+    full length and at a length shorter than the sentences."""
+    ref = outputs["torch"][1]["ids"]
+    for fw in ("tf", "jax"):
+        if fw not in outputs:
+            continue
+        arrays = outputs[fw][1]
+        np.testing.assert_array_equal(arrays["one_call"], ref, err_msg=fw)
+        assert arrays["host_short"].shape == (3, 3)
+        np.testing.assert_array_equal(arrays["one_call_short"], arrays["host_short"], err_msg=fw)
+        np.testing.assert_array_equal(arrays["one_call_short"], ref[:, :3], err_msg=fw)
 
 
 def test_tf_graph_mode_step_has_no_host_bound_argmax(outputs):

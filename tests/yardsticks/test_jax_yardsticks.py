@@ -263,6 +263,8 @@ out["transformer_gap"] = gap(mine.apply(pa, src, tgt_in), theirs.apply(pb, src, 
 cached = np.stack([np.asarray(x) for x in tr.greedy_decoder(mine, 6, 3, a)(pa["params"], src)], 1)
 ref = dl_tr.translate(Network(theirs, pb), pb, src, 6, check_every=0)
 out["decode_same"] = bool((cached[:, : ref.shape[1]] == ref).all() and (cached[:, ref.shape[1]:] == 0).all())
+one_call = np.asarray(tr.device_loop_decoder(mine, 6)(pa["params"], src))  # --loop device
+out["one_call_same"] = bool((one_call == cached).all())
 print("STATS " + json.dumps(out))
 """
 
@@ -278,7 +280,7 @@ def test_ssd300_and_transformer_are_dlbench_networks():
     assert max(got["ssd300_gap"]) < 1e-4, got["ssd300_gap"]
     assert got["transformer_base"] == [60_522_496] * 3
     assert got["transformer_tiny"] == [147_712] * 3
-    assert got["transformer_gap"] < 1e-4 and got["decode_same"], got
+    assert got["transformer_gap"] < 1e-4 and got["decode_same"] and got["one_call_same"], got
 
 
 VGG16 = """

@@ -239,6 +239,8 @@ def test_transformer_cached_decoding_equals_full_recompute(tf_models, fixed):
     encode = tf.function(lambda s: model.encode(s, True))
     decode = tf.function(model.decode_step, reduce_retracing=True)
     cached = np.stack([x.numpy() for x in tr.greedy(model, src, a.decode_len, encode, decode, fixed)], 1)
+    # --loop device: the encoder and every position in one XLA function
+    one_call = tf.function(lambda s: tr.decode_all(model, s, a.decode_len, True), jit_compile=True)(src)
     prefix = np.full((3, 1), tr.BOS, np.int32)
     for _ in range(a.decode_len):
         last = model((src, tf.constant(prefix)), training=False)[:, -1]
@@ -249,6 +251,7 @@ def test_transformer_cached_decoding_equals_full_recompute(tf_models, fixed):
     keras.backend.clear_session()
     assert cached.shape == (3, a.decode_len)
     assert (cached == full).all(), (cached, full)
+    assert (one_call.numpy() == full).all(), (one_call, full)
 
 
 @pytest.mark.parametrize(("cache", "xla", "fixed"), [("auto", True, True), ("auto", False, False),

@@ -24,6 +24,7 @@ from dlbench.core.precision import impossible, plan_precision
 from dlbench.data.registry import data_format
 from dlbench.errors import ConfigError
 from dlbench.telemetry.nvml import visible_gpus
+from dlbench.workloads.registry import workloads
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ def check(job: JobConfig, gpus: list[tuple[str, tuple[int, int]]] | None = None)
         return Capability(
             "data.decode=gpu: DALI's GPU decoder needs a GPU this job can use; use data.decode=cpu"
         )
+    entry = workloads().get(job.model.task)
+    if entry is not None and entry.unsupported is not None and (reason := entry.unsupported(job)):
+        return Capability(reason)
     module = _module(job.framework.name)
     if module is None:
         return Capability()

@@ -46,6 +46,9 @@ class Workload:
     # the keys of the family's smallest config (a few milliseconds a step on a CPU): the contract test
     # (tests/unit/test_task_contract.py) drives every registered workload with it, in every framework
     smallest: Mapping[str, Any] = field(default_factory=dict)
+    # unsupported(job) -> why a job of this workload cannot run in its framework and execution mode (a
+    # model option only some frameworks build), or None; the capability check skips such a cell in one line
+    unsupported: Callable[[Any], str | None] | None = None
 
     def smallest_config(self) -> ModelConfig:
         """`config(**smallest)`: the configuration the contract test runs."""

@@ -6,7 +6,7 @@ from dlbench.data.registry import register_format
 from dlbench.workloads.registry import Metric, Workload, register
 from dlbench.workloads.translation.eval import corpus_bleu
 from dlbench.workloads.translation.formats import FORMATS
-from dlbench.workloads.translation.spec import TranslationConfig, spec
+from dlbench.workloads.translation.spec import TranslationConfig, spec, unsupported
 
 register(
     Workload(
@@ -24,6 +24,7 @@ register(
             "max_len": 8,
             "dropout": 0.1,
         },  # fmt: skip
+        unsupported=unsupported,
     )
 )
 for fmt in FORMATS:

@@ -11,7 +11,8 @@ transpose of the neutral (out, in) weights.
 
 Greedy decoding is a host loop (the shared `greedy_decode`, fused): the encoder is one jitted call, and
 each position one more over fixed-length key/value caches written at t and masked beyond it, so XLA
-compiles the step once per batch shape (as TF's XLA path does); the caches are donated to the step.
+compiles the step once per batch shape (as TF's XLA path does); the caches are donated to the step. With
+model.decode_loop=device the same encoder and step run inside one jitted fori_loop instead.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dlbench.workloads.translation.transformer import (
     TransformerSize,
     greedy_decode,
     sinusoid_positions,
+    trim_padding,
     weight_shapes,
 )
 
@@ -244,11 +246,32 @@ def _position(module: Transformer, variables: dict, prev, done, t, keep, caches,
     return ids, done | (ids == EOS), caches
 
 
+def _decode_all(module: Transformer, variables: dict, src: jax.Array, max_len: int) -> jax.Array:
+    """Every position of greedy decoding in one program (loop="device"): the encoder, then a fori_loop
+    over the positions, each one `_position`, its ids written into a (B, max_len) buffer."""
+    keep, cross, caches = _start(module, variables, src, max_len)
+    batch = src.shape[0]
+
+    def body(t: jax.Array, carry: tuple) -> tuple:
+        prev, done, caches, out = carry
+        ids, done, caches = _position(module, variables, prev, done, t, keep, caches, cross)
+        return ids, done, caches, jax.lax.dynamic_update_slice_in_dim(out, ids[:, None], t, axis=1)
+
+    start = (
+        jnp.full((batch,), BOS, jnp.int32),
+        jnp.zeros((batch,), bool),
+        caches,
+        jnp.zeros((batch, max_len), jnp.int32),
+    )
+    return jax.lax.fori_loop(0, max_len, body, start)[-1]
+
+
 # framework.jit: the encoder and the step compiled (the caches donated), else run op by op
 _JITTED = (
     jax.jit(_start, static_argnums=(0, 3)),
     jax.jit(_position, static_argnums=0, donate_argnums=6),
 )
+_DECODE_ALL = jax.jit(_decode_all, static_argnums=(0, 3))
 
 
 @functools.lru_cache(maxsize=64)
@@ -266,10 +289,22 @@ def _filled(n: int, value: int, device: str) -> jax.Array:
 
 
 def translate(
-    net: Network, variables: dict, src: jax.Array, max_len: int, check_every: int = 1, jit: bool = True
+    net: Network,
+    variables: dict,
+    src: jax.Array,
+    max_len: int,
+    check_every: int = 1,
+    jit: bool = True,
+    loop: str = "host",
 ) -> np.ndarray:
     """Greedy decoding with cached keys/values (the shared greedy_decode loop, fused: PAD after EOS
-    inside the step); the tokens stay on the device until the end."""
+    inside the step); the tokens stay on the device until the end. `loop="device"` (jit only) decodes
+    every position in one jitted call (`_decode_all`): no early stop, the same tokens once the PAD columns
+    are cut, as the host loop cuts them."""
+    if loop == "device":
+        if not jit:
+            raise ValueError("loop='device' decodes in one jitted call: it needs jit=True")
+        return trim_padding(np.asarray(_DECODE_ALL(net.module, variables, src, max_len)))
     start, position = _JITTED if jit else (_start, _position)
     keep, cross, caches = start(net.module, variables, src, max_len)
     positions = _positions(max_len, str(jax.config.jax_default_device))
@@ -373,25 +408,30 @@ class TranslationJax(JaxFamily):
 
     eager_infer = True  # a host loop over jitted decoder steps: the bench must not trace it whole
     jit = True
+    decode_loop = "host"  # model.decode_loop (build_model)
 
     def build_model(self, cfg: TranslationConfig, dtype: Any, param_dtype: Any) -> nn.Module:
+        self.decode_loop = cfg.decode_loop
         return Transformer(model_size(cfg), dtype, param_dtype)
 
     def compile_infer(self, jit: bool) -> None:
-        """framework.jit: the encoder and the decoding step are jitted (the host loop stays)."""
+        """framework.jit: the encoder and the decoding step are jitted (the host loop stays), or with
+        model.decode_loop=device the whole decode is one jitted call."""
         self.jit = jit
 
     def infer(self, net: Network, variables: dict, inputs: tuple) -> np.ndarray:
         """Greedy decoding of every sentence for as many steps as the target side is long (no early
         stop: every framework does the same work; workloads/translation/source.py counts it)."""
         src, tgt_in = inputs
-        return translate(net, variables, src, int(tgt_in.shape[1]), check_every=0, jit=self.jit)
+        max_len = int(tgt_in.shape[1])
+        return translate(net, variables, src, max_len, check_every=0, jit=self.jit, loop=self.decode_loop)
 
     export_weights = staticmethod(neutral_weights)
     load_weights = staticmethod(load_neutral)
 
     def run_facts(self, net: Network) -> dict[str, str]:
-        return {"attention": ATTENTION}
+        """The attention kernel, and greedy decoding's loop as the family runs it (run.decode_loop)."""
+        return {"attention": ATTENTION, "decode_loop": self.decode_loop}
 
     def loss(self, spec: TaskSpec) -> Any:
         """Label-smoothed cross-entropy over the non-padding target tokens."""

@@ -8,13 +8,20 @@ Inference is greedy decoding (the families' `infer`, workloads/translation/<fw>.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
+from dlbench.core.execution import COMPILED, execution, execution_class
 from dlbench.core.spec import ModelConfig, OptimizerSpec, TaskSpec, TensorSpec, count_nonzero
 from dlbench.workloads.translation.token_batches import FIRST_ID
 from dlbench.workloads.translation.transformer import PAD, SIZES, TransformerSize, peak_lr, size
 
 LENGTHS = ("lognormal", "fixed")
+# greedy decoding's loop over positions: host (one call per position, every framework) | device (the whole
+# decode one compiled call: TF under XLA, JAX under jit)
+DECODE_LOOPS = ("host", "device")
+DEVICE_LOOP_FRAMEWORKS = {"tf": "framework.xla=true", "jax": "framework.jit=true"}
 WARMUP = 4000
 
 
@@ -33,6 +40,7 @@ class TranslationConfig(ModelConfig):
     dropout: float = 0.1
     warmup: int = WARMUP  # Adam's warm-up steps (the paper: 4,000)
     lr: float | None = None  # peak learning rate; null = the paper's d_model^-0.5 * warmup^-0.5
+    decode_loop: str = "host"  # greedy decoding: host (a call per position) | device (one compiled call)
 
     def check(self) -> list[tuple[bool, str]]:
         return [
@@ -52,7 +60,31 @@ class TranslationConfig(ModelConfig):
             (0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout}: must be in [0, 1)"),
             (self.warmup >= 1, f"model.warmup={self.warmup}: must be 1 or more"),
             (self.lr is None or self.lr > 0, f"model.lr={self.lr}: must be > 0 (or null: the paper's)"),
+            (
+                self.decode_loop in DECODE_LOOPS,
+                f"model.decode_loop={self.decode_loop}: choose one of {', '.join(DECODE_LOOPS)}",
+            ),
         ]
+
+
+def unsupported(job: Any) -> str | None:
+    """Why this job's framework and execution mode cannot decode as model.decode_loop asks, or None: the
+    whole decode in one compiled call is written for TF under XLA and JAX under jit (a loop the compiler
+    sees whole); PyTorch and MXNet decode from the host. Training never decodes, so it is never refused."""
+    if getattr(job.model, "decode_loop", "host") != "device" or job.mode == "train":
+        return None
+    fw = job.framework.name
+    if fw not in DEVICE_LOOP_FRAMEWORKS:
+        return (
+            f"model.decode_loop=device: framework={fw} decodes from the host, one call per position; the "
+            f"whole decode as one compiled call is built for framework={' and '.join(DEVICE_LOOP_FRAMEWORKS)}"
+        )
+    if execution_class(execution(fw, dataclasses.asdict(job.framework))) != COMPILED:
+        return (
+            f"model.decode_loop=device decodes in one compiled call: framework={fw} needs "
+            f"execution=compiled ({DEVICE_LOOP_FRAMEWORKS[fw]})"
+        )
+    return None
 
 
 def model_size(cfg: TranslationConfig) -> TransformerSize:

@@ -24,12 +24,14 @@ from dlbench.backends.tensorflow.family import TFFamily
 from dlbench.core.spec import TaskSpec
 from dlbench.workloads.translation.spec import TranslationConfig, model_size
 from dlbench.workloads.translation.transformer import (
+    BOS,
     EOS,
     LABEL_SMOOTHING,
     PAD,
     TransformerSize,
     greedy_decode,
     sinusoid_positions,
+    trim_padding,
     weight_shapes,
 )
 
@@ -179,7 +181,11 @@ class Transformer(keras.Model):
         self._decode_fns: dict[
             bool, tuple
         ] = {}  # XLA or not -> (encode, step) tf.functions, made on first use
+        self._decode_all_fn: Any = (
+            None  # the whole decode as one XLA function (loop="device"), made on first use
+        )
         self.decode_jit_compile = False  # `infer` decodes with XLA (TranslationTF.compile_infer)
+        self.decode_loop = "host"  # `infer`'s model.decode_loop (build_model)
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
         x = self.embed(ids)
@@ -241,8 +247,31 @@ class Transformer(keras.Model):
         memory, keep = self.encode(src)
         return keep, [layer.cross_attn.keys_values(memory) for layer in self.dec]
 
+    def _decode_all(self, src: Any, max_len: int) -> Any:
+        """Every position of greedy decoding in one function (loop="device"): the encoder, then a
+        tf.while_loop over the positions, each one `_decode_position` over fixed-length caches, its ids
+        written into a (B, max_len) buffer with a select. XLA compiles it into one program, so the host
+        launches it once per batch instead of once per position."""
+        keep, cross = self._encode_for_decoding(src)
+        batch, heads = ops.shape(src)[0], self.spec.heads
+        empty = ops.zeros((batch, max_len, heads, self.spec.d_model // heads), dtype=cross[0][0].dtype)
+        at = tf.range(max_len)
+
+        def body(t: Any, prev: Any, done: Any, caches: list, out: Any) -> tuple:
+            ids, done, caches = self._decode_position(prev, done, t, caches, cross, keep, True)
+            return t + 1, ids, done, caches, tf.where((at == t)[None, :], ids[:, None], out)
+
+        start = (
+            tf.constant(0),
+            tf.fill([batch], BOS),
+            tf.zeros([batch], tf.bool),
+            [(empty, empty) for _ in self.dec],
+            tf.zeros([batch, max_len], tf.int32),
+        )
+        return tf.while_loop(lambda t, *_: t < max_len, body, start, maximum_iterations=max_len)[-1]
+
     def translate(
-        self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False
+        self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False, loop: str = "host"
     ) -> np.ndarray:
         """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's
         loop, fused: PAD after EOS inside the step, one call per position); the tokens stay on the device.
@@ -250,7 +279,14 @@ class Transformer(keras.Model):
         traced time on a CPU) and the step a tf.function over caches that grow (traced for the first two
         cache lengths, then once more with a relaxed length: reduce_retracing). With `jit_compile` the encoder
         and the step are XLA-compiled, the step over fixed-length caches (one shape, one compilation):
-        the same tokens."""
+        the same tokens. `loop="device"` (XLA only) decodes every position in one XLA call (`_decode_all`):
+        no early stop, the same tokens once the PAD columns are cut, as the host loop cuts them."""
+        if loop == "device":
+            if not jit_compile:
+                raise ValueError("loop='device' decodes in one XLA call: it needs jit_compile=True")
+            if self._decode_all_fn is None:
+                self._decode_all_fn = tf.function(self._decode_all, jit_compile=True, reduce_retracing=True)
+            return trim_padding(ops.convert_to_numpy(self._decode_all_fn(src, max_len)))
         s, heads = self.spec, self.spec.heads
         if jit_compile not in self._decode_fns:
             xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
@@ -309,18 +345,23 @@ def build_transformer(**size: Any) -> Transformer:
 def build_model(cfg: TranslationConfig, float_dtype: str = "float32") -> Transformer:
     """The bench's entry (backends/skeleton.load_family); the inputs are ids, so float_dtype is unused
     (the Keras policy set before the build decides the compute dtype)."""
-    return build_transformer(**model_size(cfg).kwargs())
+    model = build_transformer(**model_size(cfg).kwargs())
+    model.decode_loop = cfg.decode_loop
+    return model
 
 
 def infer(model: Transformer, inputs: tuple) -> np.ndarray:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
     long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
     src, tgt_in = inputs
-    return model.translate(src, int(tgt_in.shape[1]), check_every=0, jit_compile=model.decode_jit_compile)
+    return model.translate(
+        src, int(tgt_in.shape[1]), check_every=0, jit_compile=model.decode_jit_compile, loop=model.decode_loop
+    )
 
 
 def run_facts(model: Transformer) -> dict[str, str]:
-    return {"attention": ATTENTION}
+    """The attention kernel, and greedy decoding's loop as the built model runs it (run.decode_loop)."""
+    return {"attention": ATTENTION, "decode_loop": model.decode_loop}
 
 
 def label_smoothed_ce(logits: Any, labels: Any, eps: float = LABEL_SMOOTHING) -> Any:
@@ -380,7 +421,8 @@ class TranslationTF(TFFamily):
     load_weights = staticmethod(load_neutral)
 
     def compile_infer(self, model: Transformer, jit_compile: bool) -> None:
-        """framework.xla: the encoder and the decoding step are XLA-compiled (the host loop stays)."""
+        """framework.xla: the encoder and the decoding step are XLA-compiled (the host loop stays), or with
+        model.decode_loop=device the whole decode is one XLA call."""
         model.decode_jit_compile = jit_compile
 
     def loss(self, spec: TaskSpec) -> Any:

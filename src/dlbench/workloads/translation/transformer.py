@@ -218,7 +218,13 @@ def greedy_decode(
         prev = nxt
         if check_every and (t + 1) % check_every == 0 and ops.all(done):
             break
-    ids = ops.to_numpy(columns)
+    return trim_padding(ops.to_numpy(columns))
+
+
+def trim_padding(ids: np.ndarray) -> np.ndarray:
+    """(batch, steps) ids without the trailing columns that are PAD in every sentence (at least one column
+    stays): what decoding past the point where every sentence had ended adds. A loop that stops early and
+    one that decodes every position give the same array."""
     used = np.flatnonzero((ids != PAD).any(0))
     return ids[:, : used[-1] + 1] if used.size else ids[:, :1]
 
