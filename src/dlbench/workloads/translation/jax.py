@@ -419,12 +419,15 @@ class TranslationJax(JaxFamily):
         model.decode_loop=device the whole decode is one jitted call."""
         self.jit = jit
 
-    def infer(self, net: Network, variables: dict, inputs: tuple) -> np.ndarray:
+    def infer(self, net: Network, variables: dict, inputs: tuple) -> Any:
         """Greedy decoding of every sentence for as many steps as the target side is long (no early
-        stop: every framework does the same work; workloads/translation/source.py counts it)."""
+        stop: every framework does the same work; workloads/translation/source.py counts it); with
+        model.decode_loop=device the ids are left on the device, unread."""
         src, tgt_in = inputs
         max_len = int(tgt_in.shape[1])
-        return translate(net, variables, src, max_len, check_every=0, jit=self.jit, loop=self.decode_loop)
+        if self.decode_loop == "device" and self.jit:  # the ids stay on the device (TF's infer says why)
+            return _DECODE_ALL(net.module, variables, src, max_len)
+        return translate(net, variables, src, max_len, check_every=0, jit=self.jit)
 
     export_weights = staticmethod(neutral_weights)
     load_weights = staticmethod(load_neutral)

@@ -78,14 +78,17 @@ class _SelfAttention(layers.Layer):
         """`step` on fixed-length caches (B, max_len, H, D): this position's keys/values written at t,
         positions after t masked out. One shape for every step, so XLA compiles the step once; the
         masked positions add attention work over max_len keys, small beside the feed-forward blocks.
-        The write is a select over positions, not a slice update: TF does not donate an XLA function's
-        inputs, so a slice update of an input cache first copies the whole cache (two more device
-        copies per layer and position, each one more launch in a host-bound loop); the select writes
-        the new cache in one fused pass, as the hand-written decoder (yardsticks/bare_tf_transformer.py) does."""
+        The write is a masked blend over positions (cache * (1 - put) + new * put, exact for put in {0, 1}),
+        as the hand-written decoder (yardsticks/bare_tf_transformer.py) writes it. Not a slice update: TF does
+        not donate an XLA function's inputs, so a slice update of an input cache first copies the whole
+        cache (two more device copies per layer and position). Not a select either: inside the one-call
+        decode's while loop XLA fused a select into both of its readers (the attention and the carried
+        cache), which then needed a copy of the old cache in every iteration (12 cache copies per
+        position in the optimized HLO, none with the blend)."""
         q, k, v = (_heads(p, self.heads) for p in ops.split(self.qkv(x), 3, axis=-1))
         at = ops.arange(ops.shape(k_cache)[1])
-        put = (at == t)[None, :, None, None]
-        k_cache, v_cache = ops.where(put, k, k_cache), ops.where(put, v, v_cache)
+        put = ops.cast(at == t, k.dtype)[None, :, None, None]
+        k_cache, v_cache = k_cache * (1 - put) + k * put, v_cache * (1 - put) + v * put
         seen = (at <= t)[None, None, None, :]
         y = ops.dot_product_attention(q, k_cache, v_cache, mask=seen)
         return self.out(_merge(y)), k_cache, v_cache
@@ -270,6 +273,14 @@ class Transformer(keras.Model):
         )
         return tf.while_loop(lambda t, *_: t < max_len, body, start, maximum_iterations=max_len)[-1]
 
+    def decode_on_device(self, src: Any, max_len: int) -> Any:
+        """Every position of greedy decoding in one XLA call (`_decode_all`): the (B, max_len) ids, PAD after
+        EOS, left on the device. Nothing waits for them: the host can launch the next batch's decode while
+        this one runs, as a hand-written loop does; whoever uses the ids reads them back."""
+        if self._decode_all_fn is None:
+            self._decode_all_fn = tf.function(self._decode_all, jit_compile=True, reduce_retracing=True)
+        return self._decode_all_fn(src, max_len)
+
     def translate(
         self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False, loop: str = "host"
     ) -> np.ndarray:
@@ -284,9 +295,7 @@ class Transformer(keras.Model):
         if loop == "device":
             if not jit_compile:
                 raise ValueError("loop='device' decodes in one XLA call: it needs jit_compile=True")
-            if self._decode_all_fn is None:
-                self._decode_all_fn = tf.function(self._decode_all, jit_compile=True, reduce_retracing=True)
-            return trim_padding(ops.convert_to_numpy(self._decode_all_fn(src, max_len)))
+            return trim_padding(ops.convert_to_numpy(self.decode_on_device(src, max_len)))
         s, heads = self.spec, self.spec.heads
         if jit_compile not in self._decode_fns:
             xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
@@ -350,10 +359,16 @@ def build_model(cfg: TranslationConfig, float_dtype: str = "float32") -> Transfo
     return model
 
 
-def infer(model: Transformer, inputs: tuple) -> np.ndarray:
+def infer(model: Transformer, inputs: tuple) -> Any:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
-    long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
+    long (no early stop: every framework does the same work; workloads/translation/source.py counts it).
+    The host loop returns the ids read back; model.decode_loop=device leaves them on the device, as a
+    classifier's step leaves its logits (the bench reads them back where they are used: evaluation,
+    serving), since a read-back after every one-call decode made the host wait before launching the
+    next (about 5% of the decode's time on an H200)."""
     src, tgt_in = inputs
+    if model.decode_loop == "device" and model.decode_jit_compile:
+        return model.decode_on_device(src, int(tgt_in.shape[1]))
     return model.translate(
         src, int(tgt_in.shape[1]), check_every=0, jit_compile=model.decode_jit_compile, loop=model.decode_loop
     )
