@@ -347,17 +347,20 @@ REAL_DATA = {"resnet50": "imagenet", "ssd300": "coco2017"}  # the DALI-fed data 
 
 
 def dali_vs_synthetic(rows: list[dict]) -> list[str]:
+    """Each DALI-fed job against the synthetic job of its framework, model, mode, precision, optimizer and
+    compiler (the same sweep's first)."""
     lines = []
     for model, data in REAL_DATA.items():
-        for d in sound(rows, model=model, data=data, compile="-"):
+        for d in sound(rows, model=model, data=data):
             match = dict(
                 framework=d["framework"],
                 model=model,
                 mode=d["mode"],
                 precision=d["precision"],
                 optimizer=d["optimizer"],
+                compile=d["compile"],
             )
-            synthetic = sound(rows, **match, data="synthetic", compile="-")
+            synthetic = sound(rows, **match, data="synthetic")
             synthetic.sort(key=lambda s: s["_sweep"] != d["_sweep"])  # the same sweep's first, if it ran one
             for s in synthetic[:1]:
                 pct = 100 * d["throughput"] / s["throughput"]
@@ -366,8 +369,10 @@ def dali_vs_synthetic(rows: list[dict]) -> list[str]:
                     if (model, d["mode"], d["precision"]) == ("resnet50", "train", "amp")
                     else ""
                 )
-                opt = f", SGD {d['optimizer']}" if d["optimizer"] != "-" else ""
-                lines.append(f"- [{d['run']}] DALI-fed ({d['_dali']}) vs synthetic, {MODEL_NAMES[model]} {d['precision']} "
+                opt = f", {_optimizer_label(d['optimizer'])}" if d["optimizer"] != "-" else ""
+                opt += f", {d['compile']}" if d["compile"] != "-" else ""
+                fw = f"{FRAMEWORK_NAMES[d['framework']]} " if d["framework"] != "torch" else ""
+                lines.append(f"- [{d['run']}] DALI-fed ({d['_dali']}) vs synthetic, {fw}{MODEL_NAMES[model]} {d['precision']} "
                              f"{d['mode']}{opt}: {d['throughput']:,.0f} vs {s['throughput']:,.0f} img/s = {pct:.1f}% (data_wait "
                              f"{100 * d['data_wait']:.1f}%, GPU util {d['gpu_util']:.0f}% vs {s['gpu_util']:.0f}%{goal}).")  # fmt: skip
     return lines

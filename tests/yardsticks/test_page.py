@@ -169,6 +169,38 @@ def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_p
     ]  # fmt: skip
 
 
+def test_dali_fed_tf_xla_pairs_with_the_synthetic_job_of_its_compiler(tmp_path):
+    """A DALI-fed TF+XLA job is set against the XLA job on synthetic data, not the graph-mode one."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    for data, xla, tput in (
+        ("synthetic", False, 900.0),
+        ("synthetic", True, 7000.0),
+        ("imagenet", True, 6000.0),
+    ):
+        job = JobConfig.from_dict(
+            {
+                "framework": {"name": "tf", "xla": xla},
+                "model": {"name": "resnet50"},
+                "precision": {"name": "amp"},
+            }
+        )
+        job.dataset.name, job.device, job.data.num_threads = data, "cuda", 8
+        run = RunLogger.create(client, eid, f"tf-{data}-{xla}", None, {"dlbench.kind": "job"})
+        run.params(flatten(job.to_dict()) | {"batch_size": 256})
+        run.metrics({"throughput": tput, "loss_last": 3.0, "data_wait_frac": 0.5, "gpu_util_mean": 89.0})
+        run.tags({"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})
+        run.finish("FINISHED")
+    out = tmp_path / "page"
+    proc = make_page(out, "--source", "gpu", str(db))
+    assert proc.returncode == 0, proc.stderr
+    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
+    assert ratios == [
+        "- [gpu] DALI-fed (GPU decode, 8 threads) vs synthetic, TensorFlow ResNet-50 amp train, SGD, xla: "
+        "6,000 vs 7,000 img/s = 85.7% (data_wait 50.0%, GPU util 89% vs 89%; goal ≥ 97%).",
+    ]  # fmt: skip
+
+
 def test_parity_table_shows_each_cell_once_with_a_column_per_run(tmp_path):
     """The by-cell table: one row per (model, mode, precision, compile, batch), one column per source that
     paired any job, the cell's ratios there; batches in tokens are cells of their own."""
