@@ -101,6 +101,39 @@ def log_job(client, eid: str, model: str, mode: str, precision: str, throughput:
     run.finish("FINISHED")
 
 
+def page_lines(
+    tmp_path: Path, db: Path, name: str, bare_lines: list[dict] | None = None, kind: str = ""
+) -> list[str]:
+    """The page's ratio lines (`- [name] <kind>...`), in page order, for the store `db` and these BARE lines as
+    source `name`."""
+    source = ["--source", name, str(db)]
+    if bare_lines is not None:
+        bare = tmp_path / "bare.jsonl"
+        bare.write_text("".join("BARE " + json.dumps(b) + "\n" for b in bare_lines))
+        source.append(str(bare))
+    out = tmp_path / "page"
+    proc = make_page(out, *source)
+    assert proc.returncode == 0, proc.stderr
+    return [
+        line
+        for line in out.with_suffix(".md").read_text().splitlines()
+        if line.startswith(f"- [{name}] {kind}")
+    ]
+
+
+def log_config(
+    client, eid: str, name: str, config: dict, metrics: dict, tags: dict, batch: int = 256
+) -> None:
+    """One finished GPU job of `config` (JobConfig.from_dict keys, AMP unless it says), its params flattened
+    as the orchestrator logs them, with these metrics and tags."""
+    job = JobConfig.from_dict({"precision": {"name": "amp"}, "device": "cuda", **config})
+    run = RunLogger.create(client, eid, name, None, {"dlbench.kind": "job"})
+    run.params(flatten(job.to_dict()) | {"batch_size": batch})
+    run.metrics(metrics)
+    run.tags(tags)
+    run.finish("FINISHED")
+
+
 def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tmp_path):
     """The yardsticks (bare_ncf/ssd300/transformer.py: model, mode, unit, throughput) and
     bare_loop.py (samples_per_s) are each matched to the harness job of the same model, mode, precision,
@@ -157,11 +190,7 @@ def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_p
     log(client, eid, "coco2017", "fused", 1520.0, 3.1, model="ssd300")
     log(client, eid, "synthetic", "fused", 6000.0, 3.0)
     log(client, eid, "imagenet", "fused", 5940.0, 3.0, decode="cpu")
-    out = tmp_path / "page"
-    proc = make_page(out, "--source", "gpu", str(db))
-    assert proc.returncode == 0, proc.stderr
-    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
-    assert ratios == [
+    assert page_lines(tmp_path, db, "gpu") == [
         "- [gpu] DALI-fed (CPU decode, 14 threads) vs synthetic, ResNet-50 amp train, SGD fused: 5,940 vs 6,000 img/s "
         "= 99.0% (data_wait 1.0%, GPU util 90% vs 90%; goal ≥ 97%).",
         "- [gpu] DALI-fed (GPU decode, 4 threads) vs synthetic, SSD300 amp train, SGD fused: 1,520 vs 1,600 img/s "
@@ -178,24 +207,10 @@ def test_dali_fed_tf_xla_pairs_with_the_synthetic_job_of_its_compiler(tmp_path):
         ("synthetic", True, 7000.0),
         ("imagenet", True, 6000.0),
     ):
-        job = JobConfig.from_dict(
-            {
-                "framework": {"name": "tf", "xla": xla},
-                "model": {"name": "resnet50"},
-                "precision": {"name": "amp"},
-            }
-        )
-        job.dataset.name, job.device, job.data.num_threads = data, "cuda", 8
-        run = RunLogger.create(client, eid, f"tf-{data}-{xla}", None, {"dlbench.kind": "job"})
-        run.params(flatten(job.to_dict()) | {"batch_size": 256})
-        run.metrics({"throughput": tput, "loss_last": 3.0, "data_wait_frac": 0.5, "gpu_util_mean": 89.0})
-        run.tags({"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})
-        run.finish("FINISHED")
-    out = tmp_path / "page"
-    proc = make_page(out, "--source", "gpu", str(db))
-    assert proc.returncode == 0, proc.stderr
-    ratios = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("- [gpu]")]
-    assert ratios == [
+        config = {"framework": {"name": "tf", "xla": xla}, "model": {"name": "resnet50"}, "dataset": {"name": data}, "data": {"num_threads": 8}}  # fmt: skip
+        metrics = {"throughput": tput, "loss_last": 3.0, "data_wait_frac": 0.5, "gpu_util_mean": 89.0}
+        log_config(client, eid, f"tf-{data}-{xla}", config, metrics, {"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})  # fmt: skip
+    assert page_lines(tmp_path, db, "gpu") == [
         "- [gpu] DALI-fed (GPU decode, 8 threads) vs synthetic, TensorFlow ResNet-50 amp train, SGD, xla: "
         "6,000 vs 7,000 img/s = 85.7% (data_wait 50.0%, GPU util 89% vs 89%; goal ≥ 97%).",
     ]  # fmt: skip
@@ -242,38 +257,22 @@ def test_tf_jobs_pair_only_with_tf_lines_of_the_same_compiler(tmp_path):
     db = tmp_path / "mlflow.db"
     client, eid = open_store(f"sqlite:///{db}", "dlbench")
     for xla, tput in ((False, 900.0), (True, 7050.0)):
-        job = JobConfig.from_dict(
-            {
-                "framework": {"name": "tf", "xla": xla},
-                "model": {"name": "resnet50"},
-                "precision": {"name": "amp"},
-            }
-        )
-        job.device = "cuda"
-        run = RunLogger.create(client, eid, f"tf-xla-{xla}", None, {"dlbench.kind": "job"})
-        run.params(flatten(job.to_dict()) | {"batch_size": 256})
-        run.metrics({"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0})
-        run.tags({"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})
-        run.finish("FINISHED")
+        config = {"framework": {"name": "tf", "xla": xla}, "model": {"name": "resnet50"}}
+        metrics = {"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0}
+        log_config(client, eid, f"tf-xla-{xla}", config, metrics, {"run.optimizer": "sgd", "run.execution": "xla" if xla else "graph"})  # fmt: skip
     log(client, eid, "synthetic", "fused", 6000.0, 2.0)  # PyTorch, eager
     lines = [
         {"framework": "tf", "xla": False, "compile": False, "optimizer": "sgd", "throughput": 905.0},
         {"framework": "tf", "xla": True, "compile": False, "optimizer": "sgd", "throughput": 7046.0},
         {"compile": False, "optimizer": "fused", "samples_per_s": 6100.0},  # a PyTorch yardstick line
     ]
-    bare = tmp_path / "bare.jsonl"
     common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
-    bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
-    out = tmp_path / "page"
-    proc = make_page(out, "--source", "h", str(db), str(bare))
-    assert proc.returncode == 0, proc.stderr
-    md = out.with_suffix(".md").read_text().splitlines()
-    assert sorted(line for line in md if line.startswith("- [h] harness")) == [
+    assert sorted(page_lines(tmp_path, db, "h", [common | b for b in lines], "harness")) == [
         "- [h] harness vs hand-written loop, PyTorch ResNet-50 AMP train, SGD fused: 6,000 vs 6,100 img/s = 98.4% (goal ≥ 99%).",
         "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, XLA: 7,050 vs 7,046 img/s = 100.1% (goal ≥ 99%).",
         "- [h] harness vs hand-written loop, TensorFlow ResNet-50 AMP train, SGD, graph (no XLA): 900 vs 905 img/s = 99.4% (goal ≥ 99%).",
     ]  # fmt: skip
-    with open(out.with_suffix(".csv"), newline="") as f:
+    with open(tmp_path / "page.csv", newline="") as f:
         cells = {(r["framework"], r["execution"], float(r["throughput"])) for r in csv.DictReader(f)}
     assert {("tf", "graph", 900.0), ("tf", "xla", 7050.0)} <= cells  # the mode a job ran in, as a column
 
@@ -284,36 +283,20 @@ def test_jax_jobs_pair_only_with_jax_lines_of_the_same_compiler(tmp_path):
     db = tmp_path / "mlflow.db"
     client, eid = open_store(f"sqlite:///{db}", "dlbench")
     for jit, tput in ((True, 6700.0), (False, 300.0)):
-        job = JobConfig.from_dict(
-            {
-                "framework": {"name": "jax", "jit": jit},
-                "model": {"name": "resnet50"},
-                "precision": {"name": "amp"},
-            }
-        )
-        job.device = "cuda"
-        run = RunLogger.create(client, eid, f"jax-jit-{jit}", None, {"dlbench.kind": "job"})
-        run.params(flatten(job.to_dict()) | {"batch_size": 256})
-        run.metrics({"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0})
-        run.tags({"run.optimizer": "sgd/optax", "run.execution": "jit" if jit else "eager"})
-        run.finish("FINISHED")
+        config = {"framework": {"name": "jax", "jit": jit}, "model": {"name": "resnet50"}}
+        metrics = {"throughput": tput, "loss_last": 2.0, "gpu_util_mean": 97.0}
+        log_config(client, eid, f"jax-jit-{jit}", config, metrics, {"run.optimizer": "sgd/optax", "run.execution": "jit" if jit else "eager"})  # fmt: skip
     lines = [
         {"framework": "jax", "jit": True, "compile": True, "optimizer": "optax", "throughput": 6680.0},
         {"framework": "jax", "jit": False, "compile": False, "optimizer": "optax", "throughput": 310.0},
         {"framework": "tf", "xla": True, "compile": False, "optimizer": "sgd", "throughput": 7046.0},
     ]
-    bare = tmp_path / "bare.jsonl"
     common = {"model": "resnet50", "mode": "train", "precision": "amp", "batch": 256, "unit": "img/s"}
-    bare.write_text("".join("BARE " + json.dumps(common | b) + "\n" for b in lines))
-    out = tmp_path / "page"
-    proc = make_page(out, "--source", "h", str(db), str(bare))
-    assert proc.returncode == 0, proc.stderr
-    md = out.with_suffix(".md").read_text().splitlines()
-    assert sorted(line for line in md if line.startswith("- [h] harness")) == [
+    assert sorted(page_lines(tmp_path, db, "h", [common | b for b in lines], "harness")) == [
         "- [h] harness vs hand-written loop, JAX ResNet-50 AMP train, SGD optax, jax.jit: 6,700 vs 6,680 img/s = 100.3% (goal ≥ 99%).",
         "- [h] harness vs hand-written loop, JAX ResNet-50 AMP train, SGD optax: 300 vs 310 img/s = 96.8% (goal ≥ 99%).",
     ]  # fmt: skip
-    with open(out.with_suffix(".csv"), newline="") as f:
+    with open(tmp_path / "page.csv", newline="") as f:
         cells = {(r["framework"], r["execution"], r["compile"]) for r in csv.DictReader(f)}
     assert {("jax", "jit", "jit"), ("jax", "eager", "-")} <= cells
 
@@ -359,16 +342,17 @@ def test_jax_ssd300_and_transformer_lines_pair_with_their_jax_jobs(tmp_path):
         ("transformer", "infer", 30e3, None, {"task": "translation", "batch_tokens": 5120}),
     ]
     for model, mode, tput, optimizer, task in jobs:
-        job = JobConfig.from_dict(
-            {"framework": {"name": "jax", "jit": True}, "model": {"name": model, **task}, "mode": mode,
-             "precision": {"name": "amp"}}
-        )  # fmt: skip
-        job.device = "cuda"
-        run = RunLogger.create(client, eid, f"jax-{model}-{mode}", None, {"dlbench.kind": "job"})
-        run.params(flatten(job.to_dict()) | {"batch_size": 128})
-        run.metrics({"throughput": tput, "loss_last": 2.0})
-        run.tags({"run.execution": "jit", **({"run.optimizer": optimizer} if optimizer else {})})
-        run.finish("FINISHED")
+        config = {"framework": {"name": "jax", "jit": True}, "model": {"name": model, **task}, "mode": mode}
+        tags = {"run.execution": "jit", **({"run.optimizer": optimizer} if optimizer else {})}
+        log_config(
+            client,
+            eid,
+            f"jax-{model}-{mode}",
+            config,
+            {"throughput": tput, "loss_last": 2.0},
+            tags,
+            batch=128,
+        )
     jax_line = {"framework": "jax", "jit": True, "compile": True, "optimizer": "optax", "precision": "amp"}
     lines = [
         {"model": "ssd300", "mode": "train", "batch": 128, "unit": "img/s", "throughput": 1810.0},
@@ -400,28 +384,13 @@ def test_decoding_in_one_call_pairs_only_with_a_yardstick_that_decodes_in_one_ca
     db = tmp_path / "mlflow.db"
     client, eid = open_store(f"sqlite:///{db}", "dlbench")
     for loop, tput in (("host", 300e3), ("device", 500e3)):
-        job = JobConfig.from_dict(
-            {"framework": {"name": "tf", "xla": True}, "mode": "infer", "precision": {"name": "amp"},
-             "model": {"name": "transformer", "task": "translation", "batch_tokens": 40960, "decode_loop": loop}}
-        )  # fmt: skip
-        job.device = "cuda"
-        run = RunLogger.create(client, eid, f"tf-{loop}", None, {"dlbench.kind": "job"})
-        run.params(flatten(job.to_dict()) | {"batch_size": 640})
-        run.metrics({"throughput": tput, "loss_last": 0.0})
-        run.tags({"run.execution": "xla"})
-        run.finish("FINISHED")
+        model = {"name": "transformer", "task": "translation", "batch_tokens": 40960, "decode_loop": loop}
+        config = {"framework": {"name": "tf", "xla": True}, "mode": "infer", "model": model}
+        log_config(client, eid, f"tf-{loop}", config, {"throughput": tput, "loss_last": 0.0}, {"run.execution": "xla"}, batch=640)  # fmt: skip
     line = {"framework": "tf", "xla": True, "compile": False, "optimizer": "adam", "precision": "amp",
             "model": "transformer", "mode": "infer", "batch_tokens": 40960, "unit": "generated tokens/s"}  # fmt: skip
-    bare = tmp_path / "bare.jsonl"
-    bare.write_text(
-        "BARE " + json.dumps(line | {"throughput": 305e3}) + "\n"
-        + "BARE " + json.dumps(line | {"throughput": 495e3, "loop": "device"}) + "\n"
-    )  # fmt: skip
-    out = tmp_path / "page"
-    proc = make_page(out, "--source", "d", str(db), str(bare))
-    assert proc.returncode == 0, proc.stderr
-    md = out.with_suffix(".md").read_text().splitlines()
-    assert sorted(line for line in md if line.startswith("- [d] harness")) == [
+    bare = [line | {"throughput": 305e3}, line | {"throughput": 495e3, "loop": "device"}]
+    assert sorted(page_lines(tmp_path, db, "d", bare, "harness")) == [
         "- [d] harness vs hand-written loop, TensorFlow Transformer AMP infer, XLA, every position in one call: 500,000 vs 495,000 generated tokens/s = 101.0% (goal ≥ 99%).",
         "- [d] harness vs hand-written loop, TensorFlow Transformer AMP infer, XLA: 300,000 vs 305,000 generated tokens/s = 98.4% (goal ≥ 99%).",
     ]  # fmt: skip
