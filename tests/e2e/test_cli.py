@@ -265,6 +265,20 @@ def test_a_cell_this_machine_cannot_run_is_skipped_with_its_reason_not_failed(cl
     section = report.split("## Not run on this machine", 1)[1]
     assert "| mxnet resnet_cifar amp train | MXNet 1.9.1 computes bfloat16" in section
     assert "ONEDNN_MAX_CPU_ISA=AVX2" in section and "1 not run on this machine" in report
+    # the article's claims, re-tested on these runs: MXNet on small images against PyTorch, on this CPU
+    claims = report.split("## The 2019 article's claims, re-tested", 1)[1].split("\n## ", 1)[0]
+    small = next(line for line in claims.splitlines() if line.startswith("| On small images"))
+    verdict, where = small.split(" | ")[1:3]
+    assert verdict in ("holds", "does not hold", "no measurable difference") and where.startswith("on a CPU")
+    assert "the article measured a GPU" in where
+    assert (
+        "- Small images: resnet_cifar train fp32: MXNet " in claims
+        and "against the fastest other, PyTorch" in claims
+    )
+    assert (
+        "| On large inputs (ImageNet-size images) TensorFlow and PyTorch are faster than MXNet. | not testable here |"
+        in claims
+    )
 
     single = cli.run(["framework=mxnet", "precision=amp", *TINY], multirun=False, **cap)
     assert single.returncode == 0, single.stderr[-3000:]

@@ -4,6 +4,7 @@ experiment presets."""
 
 from __future__ import annotations
 
+import csv
 import functools
 import logging
 import os
@@ -335,6 +336,14 @@ def test_report_files(store, tmp_path):
     report = build_report(store["client"], store["uri"], tmp_path / "out", run_id=store["sweep"])
     names = sorted(p.name for p in report.files)
     assert "report.md" in names and "report.html" in names and "speedup.png" in names
+    with open(report.csv, newline="") as f:  # every table row, with its framework and execution mode
+        rows = list(csv.DictReader(f))
+    assert list(rows[0])[:6] == ["model", "mode", "variant", "framework", "execution", "precision"]
+    assert {(r["model"], r["mode"], r["framework"], r["execution"], r["precision"]) for r in rows} >= {
+        ("resnet50", "train", "tf", "graph", "amp"),
+        ("resnet50", "train", "torch", "eager", "fp32"),
+    }
+    assert len(rows) == len(report.analysis.finished)
     for slug in ("resnet50-train", "resnet50-infer", "resnet-cifar-train"):
         assert f"throughput-{slug}.png" in names and f"memory-{slug}.png" in names
     # utilization only where runs logged a series (the infer runs of this store did not)

@@ -15,6 +15,7 @@ from dlbench.report import charts
 from dlbench.report.accuracy import AccuracyAnalysis, analyze_accuracy, load_curves
 from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
+from dlbench.report.claims import claims_blocks
 from dlbench.report.equivalence import Margins
 from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
 from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
@@ -33,6 +34,7 @@ from dlbench.report.scaling import scaling_block
 
 MARKDOWN = "report.md"
 HTML = "report.html"
+CSV = "report.csv"  # every throughput row of the tables, with its framework and execution columns
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Report:
     out_dir: Path
     markdown: Path
     html: Path
+    csv: Path
     images: list[Path]
     selection: Selection
     analysis: Analysis
@@ -50,7 +53,7 @@ class Report:
 
     @property
     def files(self) -> list[Path]:
-        return [self.markdown, self.html, *self.images]
+        return [self.markdown, self.html, self.csv, *self.images]
 
     @property
     def finished(self) -> int:
@@ -101,6 +104,8 @@ def build_report(
     blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
+    if analysis.groups or accuracy.tasks:
+        blocks += claims_blocks(analysis, accuracy)
     if scaling := scaling_block(analysis):  # only when a run used several devices
         blocks.append(scaling)
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
@@ -137,7 +142,19 @@ def build_report(
     md.write_text(mask(to_markdown(title, blocks)), encoding="utf-8")  # the store URI may hold a password
     page = out_dir / HTML
     page.write_text(mask(to_html(title, blocks)), encoding="utf-8")
-    return Report(out_dir, md, page, images, selection, analysis, accuracy, latency)
+    table = out_dir / CSV
+    table.write_text(_csv(analysis), encoding="utf-8")
+    return Report(out_dir, md, page, table, images, selection, analysis, accuracy, latency)
+
+
+def _csv(analysis: Analysis) -> str:
+    """The throughput tables as one CSV: model, mode and variant first, then framework, execution (eager,
+    graph, xla, jit, torch.compile(mode), hybridized), precision and the measured columns."""
+    frame = analysis.frame()
+    if frame.empty:
+        return ""
+    first = ["model", "mode", "variant", "framework", "execution", "precision"]
+    return frame[first + [c for c in frame.columns if c not in first]].to_csv(index=False)
 
 
 def not_run_block(sel: Selection) -> Block | None:

@@ -1,0 +1,217 @@
+"""The three claims of the article dlbench rebuilds, re-tested on the runs a report covers.
+
+Synced's 2019 evaluation ("TensorFlow vs PyTorch vs MXNet on a Titan RTX") concluded, among other things, that
+TensorFlow and PyTorch lead on large inputs, that MXNet is the fastest on small images, and that mixed precision
+is faster than FP32 without losing accuracy. Each claim gets a verdict from these runs only: one line per cell
+that can test it (same model, mode, precision and execution class; compiled is never set against eager), the
+rule of the findings (a difference counts when the runs' measured intervals do not overlap), and where the cells
+ran: the article measured one GPU, so a verdict reached on a CPU says so. A claim no run here can test says why
+(MXNet has no code for Hopper GPUs, so on an H100/H200 its claims are re-tested on a CPU).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from dlbench.report.accuracy import AccuracyAnalysis
+from dlbench.report.analysis import BASELINE, RULE, Analysis, Group, noisy, ratio, separated
+from dlbench.report.load import JobRow
+from dlbench.report.render import Block, Table
+
+LARGE_PX = 224  # ImageNet-size inputs (ResNet-50, VGG16; SSD300's 300) count as large
+SMALL_PX = 64  # CIFAR-size inputs (the CIFAR ResNet's 32) count as small
+MIXED = "amp"  # the article's "mixed precision": float16 (or bfloat16 on a CPU) autocast, float32 weights
+HOLDS, FAILS, TIE = "holds", "does not hold", "no measurable difference"
+UNTESTED = "not testable here"
+NAMES = {"tf": "TensorFlow", "torch": "PyTorch", "mxnet": "MXNet", "jax": "JAX"}
+
+LARGE = "On large inputs (ImageNet-size images) TensorFlow and PyTorch are faster than MXNet."
+SMALL = "On small images (CIFAR-size) MXNet is the fastest framework."
+MIXED_CLAIM = "Mixed precision is faster than FP32, without loss of accuracy."
+
+
+@dataclass
+class ClaimResult:
+    """A claim, the verdict these runs give it, and the cells behind the verdict (one sentence each)."""
+
+    claim: str
+    verdict: str
+    where: str  # the devices the tested cells ran on, or why nothing here tests the claim
+    evidence: list[str] = field(default_factory=list)
+
+
+def _sound(group: Group) -> list[JobRow]:
+    """The group's runs that can carry a finding: not diverged, not on a shared or throttling GPU."""
+    return [e.job for e in group.entries if e.job.loss_flag is None and not noisy(e.job)]
+
+
+def _pixels(group: Group) -> int | None:
+    size = group.entries[0].job.variant_params.get("model.image_size") if group.entries else None
+    return int(size) if size and size.isdigit() else None
+
+
+def _device(job: JobRow) -> str:
+    if job.device == "cuda" or job.gpu_name:
+        return job.gpu_name or "a GPU"
+    return f"a CPU ({job.host['cpu']})" if job.host.get("cpu") else "a CPU"
+
+
+def _where(jobs: list[JobRow]) -> str:
+    devices = sorted({_device(j) for j in jobs})
+    on_cpu = any(not (j.device == "cuda" or j.gpu_name) for j in jobs)
+    text = "on " + " and ".join(devices)
+    return text + ("; the article measured a GPU (Titan RTX)" if on_cpu else "")
+
+
+def _rate(job: JobRow, unit: str) -> str:
+    return f"{NAMES.get(job.framework, job.framework)} {job.metric('throughput'):,.1f} {unit}/s"
+
+
+def _cells(analysis: Analysis, pick) -> list[tuple[Group, str, list[JobRow]]]:
+    """(group, precision, that precision's sound runs) for the groups `pick` accepts."""
+    out = []
+    for g in analysis.groups:
+        if not pick(g):
+            continue
+        jobs = _sound(g)
+        for precision in sorted({j.precision for j in jobs}):
+            out.append((g, precision, [j for j in jobs if j.precision == precision]))
+    return out
+
+
+def _outcome(winner: JobRow, loser: JobRow) -> str:
+    """HOLDS when `winner` (what the claim says is faster) is faster beyond both runs' spread, FAILS when
+    `loser` is, else TIE."""
+    return HOLDS if separated(winner, loser) else FAILS if separated(loser, winner) else TIE
+
+
+def _verdict(outcomes: list[str]) -> str:
+    counts = Counter(outcomes)
+    if counts[HOLDS] == len(outcomes):
+        return HOLDS
+    if counts[FAILS] == len(outcomes):
+        return FAILS
+    if counts[TIE] == len(outcomes):
+        return TIE
+    return f"holds in {counts[HOLDS]} of {len(outcomes)} cells, fails in {counts[FAILS]}"
+
+
+def _no_mxnet(analysis: Analysis, size: str) -> str:
+    if not any(j.framework == "mxnet" for j in analysis.finished):
+        return (
+            "MXNet ran in none of these runs (MXNet 1.9.1 has no code for Hopper GPUs such as the H100 and "
+            "H200): re-test the claim on a CPU"
+        )
+    return f"no cell here has MXNet and another framework on {size} images at the same precision and mode"
+
+
+def large_inputs(analysis: Analysis) -> ClaimResult:
+    """The fastest of TensorFlow and PyTorch against MXNet, per cell of a model with inputs of 224 px or more."""
+    outcomes, evidence, tested = [], [], []
+    for g, precision, jobs in _cells(analysis, lambda g: (_pixels(g) or 0) >= LARGE_PX):
+        mx = next((j for j in jobs if j.framework == "mxnet"), None)
+        rivals = sorted(
+            (j for j in jobs if j.framework in ("tf", "torch")), key=lambda j: -j.metric("throughput")
+        )
+        if mx is None or not rivals:
+            continue
+        best, outcome = rivals[0], _outcome(rivals[0], mx)
+        outcomes.append(outcome)
+        tested += [best, mx]
+        r = ratio(best.metric("throughput"), mx.metric("throughput"))
+        evidence.append(
+            f"{g.title} {precision}: {_rate(best, g.unit)} against {_rate(mx, g.unit)} ({r:.2f}×): {outcome}."
+        )
+    if not outcomes:
+        return ClaimResult(LARGE, UNTESTED, _no_mxnet(analysis, "large"))
+    return ClaimResult(LARGE, _verdict(outcomes), _where(tested), evidence)
+
+
+def small_images(analysis: Analysis) -> ClaimResult:
+    """MXNet against the fastest other framework, per cell of a model with inputs of 64 px or fewer."""
+    outcomes, evidence, tested = [], [], []
+    for g, precision, jobs in _cells(analysis, lambda g: 0 < (_pixels(g) or 0) <= SMALL_PX):
+        mx = next((j for j in jobs if j.framework == "mxnet"), None)
+        rivals = sorted((j for j in jobs if j.framework != "mxnet"), key=lambda j: -j.metric("throughput"))
+        if mx is None or not rivals:
+            continue
+        best, outcome = rivals[0], _outcome(mx, rivals[0])
+        outcomes.append(outcome)
+        tested += [best, mx]
+        r = ratio(mx.metric("throughput"), best.metric("throughput"))
+        evidence.append(
+            f"{g.title} {precision}: {_rate(mx, g.unit)} against the fastest other, {_rate(best, g.unit)} "
+            f"({r:.2f}×): {outcome}."
+        )
+    if not outcomes:
+        return ClaimResult(SMALL, UNTESTED, _no_mxnet(analysis, "small"))
+    return ClaimResult(SMALL, _verdict(outcomes), _where(tested), evidence)
+
+
+def mixed_precision(analysis: Analysis, accuracy: AccuracyAnalysis) -> ClaimResult:
+    """Speed: amp against fp32 of the same framework and execution mode, per cell; accuracy: the report's
+    amp-vs-fp32 verdicts (a match within δ holds, a worse metric fails, anything else tests nothing)."""
+    outcomes, evidence, tested = [], [], []
+    for g in analysis.groups:
+        jobs = _sound(g)
+        for j in (j for j in jobs if j.precision == MIXED):
+            base = next(
+                (
+                    b
+                    for b in jobs
+                    if (b.framework, b.execution, b.precision) == (j.framework, j.execution, BASELINE)
+                ),
+                None,
+            )
+            if base is None:
+                continue
+            outcome = _outcome(j, base)
+            outcomes.append(outcome)
+            tested += [j, base]
+            r = ratio(j.metric("throughput"), base.metric("throughput"))
+            evidence.append(
+                f"{g.title}, {NAMES.get(j.framework, j.framework)} ({j.execution}): amp ({j.ran}) "
+                f"{r:.2f}× fp32's throughput: {outcome}."
+            )
+    speed = _verdict(outcomes) if outcomes else None
+    quality = [v for v in accuracy.verdicts if v.precision == MIXED and v.kind in ("matches", "worse")]
+    for v in quality:
+        outcomes.append(HOLDS if v.kind == "matches" else FAILS)
+        evidence.append(f"accuracy, {v.text}")
+    if speed is None and not quality:
+        why = (
+            "no framework ran both fp32 and amp in one mode and execution class here, and no accuracy verdict"
+        )
+        return ClaimResult(MIXED_CLAIM, UNTESTED, why)
+    verdict = _verdict(outcomes)
+    if not quality:
+        verdict = f"speed: {speed}; accuracy not tested in these runs (mode=converge gives its verdicts)"
+    elif speed is None:
+        verdict = f"accuracy: {_verdict(outcomes)}; speed not tested in these runs"
+    return ClaimResult(MIXED_CLAIM, verdict, _where(tested or list(accuracy.runs)), evidence)
+
+
+def retest(analysis: Analysis, accuracy: AccuracyAnalysis) -> list[ClaimResult]:
+    """The three claims, in the article's order."""
+    return [large_inputs(analysis), small_images(analysis), mixed_precision(analysis, accuracy)]
+
+
+def claims_blocks(analysis: Analysis, accuracy: AccuracyAnalysis) -> list[Block]:
+    """The section: one table row per claim (claim, verdict, where the cells ran), then, under it, one bullet
+    per cell that was tested."""
+    results = retest(analysis, accuracy)
+    table = Block("The 2019 article's claims, re-tested")
+    table.paragraphs.append(
+        "Synced's 2019 evaluation of TensorFlow, PyTorch and MXNet on one Titan RTX drew these conclusions. "
+        "Each is tested here on these runs alone, cell by cell (one model, mode, precision and execution "
+        f"class). Rule: {RULE}"
+    )
+    rows = [[r.claim, r.verdict, r.where] for r in results]
+    table.tables.append(Table("claims", "dlbench-table claims", ["claim", "verdict here", "tested"], rows))
+    labels = ("Large inputs", "Small images", "Mixed precision")
+    cells = Block("The cells behind each verdict", level=3, bullets_id="claim-cells")
+    cells.bullets = [
+        f"{label}: {line}" for label, r in zip(labels, results, strict=True) for line in r.evidence
+    ]
+    return [table, cells] if cells.bullets else [table]
