@@ -12,6 +12,7 @@ import sys
 import psutil
 
 from dlbench.backends.threads import available_cpus
+from dlbench.core.cpu import cpu_model
 from dlbench.core.names import PROJECT_ROOT
 from dlbench.core.secrets import is_secret_name, mask
 
@@ -55,7 +56,7 @@ def host_facts() -> dict[str, str]:
     return {
         "host": socket.gethostname(),
         "os": platform.platform(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model() or platform.processor() or platform.machine(),
         # the CPUs this process may run on (taskset, cgroups, SLURM), which the job's threads follow; the
         # machine's total beside it
         "cpu_count": str(available_cpus()),

@@ -22,3 +22,13 @@ def test_cpu_count_follows_the_affinity_the_job_runs_under():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", str(os.cpu_count())]
+
+
+def test_the_cpu_is_named_by_its_model_where_linux_gives_one():
+    from dlbench.core.cpu import cpu_model
+    from dlbench.environment import host_facts
+
+    model = cpu_model()
+    if model is None:
+        pytest.skip("no /proc/cpuinfo model name here")
+    assert host_facts()["cpu"] == model and model not in ("x86_64", "aarch64")

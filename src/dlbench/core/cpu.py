@@ -40,18 +40,29 @@ ISA_ORDER = (
 )
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags from /proc/cpuinfo (empty where there is none, e.g. not Linux)."""
+def _cpuinfo(field: str) -> str | None:
+    """The first value of `field` in /proc/cpuinfo (None where there is no such file, e.g. not Linux)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return frozenset()
+        return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            return frozenset(value.split())
-    return frozenset()
+        if key.strip() == field:
+            return value.strip()
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none, e.g. not Linux)."""
+    return frozenset((_cpuinfo("flags") or "").split())
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name ("AMD EPYC 9B14"), where /proc/cpuinfo gives one: platform.processor() says only
+    "x86_64" on Linux."""
+    return _cpuinfo("model name")
 
 
 def _cap(env: Mapping[str, str] | None) -> tuple[str, str] | None:

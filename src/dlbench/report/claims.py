@@ -54,7 +54,9 @@ def _pixels(group: Group) -> int | None:
 def _device(job: JobRow) -> str:
     if job.device == "cuda" or job.gpu_name:
         return job.gpu_name or "a GPU"
-    return f"a CPU ({job.host['cpu']})" if job.host.get("cpu") else "a CPU"
+    facts = [job.host.get("cpu"), f"{job.host['cpu_count']} CPUs" if job.host.get("cpu_count") else None]
+    facts = [f for f in facts if f]
+    return f"a CPU ({', '.join(facts)})" if facts else "a CPU"
 
 
 def _where(jobs: list[JobRow]) -> str:
