@@ -14,7 +14,7 @@ import pytest
 
 from dlbench.config import PrecisionConfig
 from dlbench.core.cpu import onednn_avx512_core
-from tests.worker_jobs import cuda_probe, run_all, worker_env
+from tests.worker_jobs import cuda_probe, run_all, run_snippet, worker_env
 
 if importlib.util.find_spec("mxnet") is None:  # find only: importing mxnet here needs the numpy shim
     pytest.skip("mxnet is not installed in this interpreter", allow_module_level=True)
@@ -138,3 +138,20 @@ def test_amp_on_cpu_computes_bfloat16_or_says_why_not(runs: dict) -> None:
         error = next(e for e in events if e["event"] == "error")
         assert error["kind"] == "config"
         assert "bfloat16" in error["message"] and "AVX-512" in error["message"]
+
+
+def test_bfloat16_outputs_are_read_back_as_their_values() -> None:
+    """bfloat16's numpy dtype in MXNet is a record of one uint16; the bench's read-back must give the values,
+    not the bits (which rank every negative logit above every positive one)."""
+    script = """
+import json
+import numpy as np
+from dlbench.backends.mxnet._compat import mx
+from dlbench.backends.mxnet.bench import _float32_host
+from dlbench.backends.mxnet.precision import np_dtype
+logits = mx.nd.amp_cast(mx.nd.array([[1.5, -2.0, 0.25], [-0.5, 3.0, -4.0]]), dtype=np_dtype("bfloat16"))
+out = _float32_host(logits)
+print("STATS " + json.dumps({"values": out.tolist(), "dtype": str(out.dtype)}))
+"""
+    got = run_snippet(script, worker_env())
+    assert got == {"values": [[1.5, -2.0, 0.25], [-0.5, 3.0, -4.0]], "dtype": "float32"}
