@@ -23,6 +23,7 @@ LARGE_PX = 224  # ImageNet-size inputs (ResNet-50, VGG16; SSD300's 300) count as
 SMALL_PX = 64  # CIFAR-size inputs (the CIFAR ResNet's 32) count as small
 MIXED = "amp"  # the article's "mixed precision": float16 (or bfloat16 on a CPU) autocast, float32 weights
 HOLDS, FAILS, TIE = "holds", "does not hold", "no measurable difference"
+INCONCLUSIVE = "inconclusive"  # an accuracy verdict that neither matches fp32 within δ nor is worse
 UNTESTED = "not testable here"
 NAMES = {"tf": "TensorFlow", "torch": "PyTorch", "mxnet": "MXNet", "jax": "JAX"}
 
@@ -89,14 +90,13 @@ def _outcome(winner: JobRow, loser: JobRow) -> str:
 
 
 def _verdict(outcomes: list[str]) -> str:
+    """One outcome when every cell agrees, else how many cells gave each ("does not hold in 3, no measurable
+    difference in 1 (of 4 cells)")."""
     counts = Counter(outcomes)
-    if counts[HOLDS] == len(outcomes):
-        return HOLDS
-    if counts[FAILS] == len(outcomes):
-        return FAILS
-    if counts[TIE] == len(outcomes):
-        return TIE
-    return f"holds in {counts[HOLDS]} of {len(outcomes)} cells, fails in {counts[FAILS]}"
+    if len(counts) == 1:
+        return outcomes[0]
+    parts = [f"{kind} in {counts[kind]}" for kind in (HOLDS, FAILS, TIE, INCONCLUSIVE) if counts[kind]]
+    return f"{', '.join(parts)} (of {len(outcomes)} cells)"
 
 
 def _no_mxnet(analysis: Analysis, size: str) -> str:
@@ -152,9 +152,10 @@ def small_images(analysis: Analysis) -> ClaimResult:
 
 
 def mixed_precision(analysis: Analysis, accuracy: AccuracyAnalysis) -> ClaimResult:
-    """Speed: amp against fp32 of the same framework and execution mode, per cell; accuracy: the report's
-    amp-vs-fp32 verdicts (a match within δ holds, a worse metric fails, anything else tests nothing)."""
-    outcomes, evidence, tested = [], [], []
+    """Speed: amp against fp32 of the same framework and execution mode, per cell. Accuracy: the report's
+    amp-vs-fp32 verdicts (matching fp32 within δ, or better, holds; worse fails; the rest is inconclusive).
+    The verdict gives both parts, unless both hold."""
+    speed, evidence, tested = [], [], []
     for g in analysis.groups:
         jobs = _sound(g)
         for j in (j for j in jobs if j.precision == MIXED):
@@ -169,29 +170,29 @@ def mixed_precision(analysis: Analysis, accuracy: AccuracyAnalysis) -> ClaimResu
             if base is None:
                 continue
             outcome = _outcome(j, base)
-            outcomes.append(outcome)
+            speed.append(outcome)
             tested += [j, base]
             r = ratio(j.metric("throughput"), base.metric("throughput"))
             evidence.append(
                 f"{g.title}, {NAMES.get(j.framework, j.framework)} ({j.execution}): amp ({j.ran}) "
                 f"{r:.2f}× fp32's throughput: {outcome}."
             )
-    speed = _verdict(outcomes) if outcomes else None
-    quality = [v for v in accuracy.verdicts if v.precision == MIXED and v.kind in ("matches", "worse")]
-    for v in quality:
-        outcomes.append(HOLDS if v.kind == "matches" else FAILS)
-        evidence.append(f"accuracy, {v.text}")
-    if speed is None and not quality:
+    verdicts = [v for v in accuracy.verdicts if v.precision == MIXED]
+    quality = [
+        {"matches": HOLDS, "better": HOLDS, "worse": FAILS}.get(v.kind, INCONCLUSIVE) for v in verdicts
+    ]
+    evidence += [f"accuracy, {v.text}" for v in verdicts]
+    if not speed and not quality:
         why = (
             "no framework ran both fp32 and amp in one mode and execution class here, and no accuracy verdict"
         )
         return ClaimResult(MIXED_CLAIM, UNTESTED, why)
-    verdict = _verdict(outcomes)
-    if not quality:
-        verdict = f"speed: {speed}; accuracy not tested in these runs (mode=converge gives its verdicts)"
-    elif speed is None:
-        verdict = f"accuracy: {_verdict(outcomes)}; speed not tested in these runs"
-    return ClaimResult(MIXED_CLAIM, verdict, _where(tested or list(accuracy.runs)), evidence)
+    parts = (
+        f"speed: {_verdict(speed) if speed else 'not tested in these runs'}",
+        f"accuracy: {_verdict(quality) if quality else 'not tested in these runs (mode=converge gives its verdicts)'}",
+    )
+    verdict = HOLDS if set(speed + quality) == {HOLDS} and speed and quality else "; ".join(parts)
+    return ClaimResult(MIXED_CLAIM, verdict, _where(tested + list(accuracy.runs)), evidence)
 
 
 def retest(analysis: Analysis, accuracy: AccuracyAnalysis) -> list[ClaimResult]:
