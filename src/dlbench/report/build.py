@@ -104,8 +104,6 @@ def build_report(
     blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
-    if analysis.groups or accuracy.tasks:
-        blocks += claims_blocks(analysis, accuracy)
     if scaling := scaling_block(analysis):  # only when a run used several devices
         blocks.append(scaling)
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
@@ -128,6 +126,8 @@ def build_report(
     if (png := charts.speedup_chart(analysis, out_dir / "speedup.png")) is not None:
         images.append(png)
         blocks.append(Block("Reduced precision vs fp32", images=[Image(png, "speed-up over fp32")]))
+    if analysis.groups or accuracy.tasks:  # after the tables: the article's conclusions, tested on them
+        blocks += claims_blocks(analysis, accuracy)
     failed = Block("Failed runs")
     if analysis.failed:
         failed.tables.append(failed_table(analysis.failed))
