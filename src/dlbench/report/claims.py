@@ -108,47 +108,41 @@ def _no_mxnet(analysis: Analysis, size: str) -> str:
     return f"no cell here has MXNet and another framework on {size} images at the same precision and mode"
 
 
-def large_inputs(analysis: Analysis) -> ClaimResult:
-    """The fastest of TensorFlow and PyTorch against MXNet, per cell of a model with inputs of 224 px or more."""
+def _against_mxnet(
+    analysis: Analysis, claim: str, size: str, pick, rivals: tuple[str, ...] | None
+) -> ClaimResult:
+    """Per cell that `pick` accepts: MXNet against the fastest of `rivals` (None: every other framework).
+    With rivals named, the claim is that they beat MXNet; with None, that MXNet beats them all."""
+    mxnet_wins = rivals is None
     outcomes, evidence, tested = [], [], []
-    for g, precision, jobs in _cells(analysis, lambda g: (_pixels(g) or 0) >= LARGE_PX):
+    for g, precision, jobs in _cells(analysis, pick):
         mx = next((j for j in jobs if j.framework == "mxnet"), None)
-        rivals = sorted(
-            (j for j in jobs if j.framework in ("tf", "torch")), key=lambda j: -j.metric("throughput")
-        )
-        if mx is None or not rivals:
+        others = [j for j in jobs if j.framework != "mxnet" and (mxnet_wins or j.framework in rivals)]
+        if mx is None or not others:
             continue
-        best, outcome = rivals[0], _outcome(rivals[0], mx)
+        best = max(others, key=lambda j: j.metric("throughput"))
+        claimed, other = (mx, best) if mxnet_wins else (best, mx)
+        outcome = _outcome(claimed, other)
         outcomes.append(outcome)
-        tested += [best, mx]
-        r = ratio(best.metric("throughput"), mx.metric("throughput"))
+        tested += [claimed, other]
+        r = ratio(claimed.metric("throughput"), other.metric("throughput"))
+        against = "against the fastest other, " if mxnet_wins else "against "
         evidence.append(
-            f"{g.title} {precision}: {_rate(best, g.unit)} against {_rate(mx, g.unit)} ({r:.2f}×): {outcome}."
+            f"{g.title} {precision}: {_rate(claimed, g.unit)} {against}{_rate(other, g.unit)} ({r:.2f}×): {outcome}."
         )
     if not outcomes:
-        return ClaimResult(LARGE, UNTESTED, _no_mxnet(analysis, "large"))
-    return ClaimResult(LARGE, _verdict(outcomes), _where(tested), evidence)
+        return ClaimResult(claim, UNTESTED, _no_mxnet(analysis, size))
+    return ClaimResult(claim, _verdict(outcomes), _where(tested), evidence)
+
+
+def large_inputs(analysis: Analysis) -> ClaimResult:
+    """The fastest of TensorFlow and PyTorch against MXNet, per cell of a model with inputs of 224 px or more."""
+    return _against_mxnet(analysis, LARGE, "large", lambda g: (_pixels(g) or 0) >= LARGE_PX, ("tf", "torch"))
 
 
 def small_images(analysis: Analysis) -> ClaimResult:
     """MXNet against the fastest other framework, per cell of a model with inputs of 64 px or fewer."""
-    outcomes, evidence, tested = [], [], []
-    for g, precision, jobs in _cells(analysis, lambda g: 0 < (_pixels(g) or 0) <= SMALL_PX):
-        mx = next((j for j in jobs if j.framework == "mxnet"), None)
-        rivals = sorted((j for j in jobs if j.framework != "mxnet"), key=lambda j: -j.metric("throughput"))
-        if mx is None or not rivals:
-            continue
-        best, outcome = rivals[0], _outcome(mx, rivals[0])
-        outcomes.append(outcome)
-        tested += [best, mx]
-        r = ratio(mx.metric("throughput"), best.metric("throughput"))
-        evidence.append(
-            f"{g.title} {precision}: {_rate(mx, g.unit)} against the fastest other, {_rate(best, g.unit)} "
-            f"({r:.2f}×): {outcome}."
-        )
-    if not outcomes:
-        return ClaimResult(SMALL, UNTESTED, _no_mxnet(analysis, "small"))
-    return ClaimResult(SMALL, _verdict(outcomes), _where(tested), evidence)
+    return _against_mxnet(analysis, SMALL, "small", lambda g: 0 < (_pixels(g) or 0) <= SMALL_PX, None)
 
 
 def mixed_precision(analysis: Analysis, accuracy: AccuracyAnalysis) -> ClaimResult:
