@@ -119,9 +119,12 @@ def _telemetry_figures(
 ) -> dict[str, float]:
     spans = [r.timed_span() for r in records if r.timed_span()]
     inside = [s for s in samples if any(t0 <= s["t"] <= t1 for t0, t1 in spans)]
+    counted = len(inside)
     if not inside and samples:  # a timed phase shorter than the sampling interval: nearest sample
         inside = [min(samples, key=lambda s: min(abs(s["t"] - (t0 + t1) / 2) for t0, t1 in spans))]
     out = summarize_samples(inside)
+    if samples:  # how many readings the means rest on (MIN_TIMED_SAMPLES: fewer make them rough)
+        out["telemetry_samples"] = float(counted)
     spans = window_spans(records)
     out.update(energy_metrics(samples, spans, sum(w["samples"] for w in windows)))
     return out

@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dlbench.telemetry.sampler import MIN_TIMED_SAMPLES
 from tests.conftest import TINY
 
 pytestmark = pytest.mark.slow
@@ -70,6 +71,9 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
         } <= artifacts
     dtypes = {r.data.params["precision.name"]: r.data.tags["precision.compute_dtype"] for r in kids}
     assert dtypes == {"fp32": "float32", "amp": "bfloat16"}  # CPU: amp means bf16 autocast
+    # a timed phase too short for the 10 Hz telemetry says so in the log, once per such job
+    rough = [r for r in kids if r.data.metrics["telemetry_samples"] < MIN_TIMED_SAMPLES]
+    assert (res.stdout + res.stderr).count("telemetry sample(s), fewer than") == len(rough)
 
 
 def missing_columns(run, keys: list[str]) -> list[str]:

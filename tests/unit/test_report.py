@@ -22,7 +22,7 @@ from dlbench.config import JobConfig, register_configs, validate
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
 from dlbench.report.analysis import analyze, interval, separated
 from dlbench.report.load import job_row, select
-from dlbench.report.render import DASH, DIVERGED, FLAG, findings_block, result_table
+from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
 from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTally, SweepTracking, ensure_parent, finish_sweep
@@ -248,6 +248,45 @@ def test_a_diverged_job_is_marked_and_makes_no_claim(tmp_path):
     assert cells == {"fp32": "100", "amp": f"300 {FLAG} {DIVERGED}"}
     assert any("diverged" in p for p in findings_block(analysis).paragraphs)
     assert list(analysis.frame().diverged) == [False, True]
+
+
+def test_means_over_too_few_telemetry_samples_are_marked(tmp_path):
+    """A timed phase of a fraction of a second holds one or two 10 Hz samples: its utilization and energy
+    describe the warm-up more than the phase, so the table marks them and the findings say why."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "precision=fp32,amp")
+    log_job(
+        client,
+        eid,
+        sweep.run_id,
+        "torch resnet50 fp32 train",
+        (95, 100, 105),
+        metrics=GPU | {"telemetry_samples": 40},
+    )
+    log_job(
+        client,
+        eid,
+        sweep.run_id,
+        "torch resnet50 amp train",
+        (190, 200, 210),
+        metrics=GPU | {"telemetry_samples": 2},
+    )
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    table = result_table(analysis.groups[0], show_spread=False)
+    col = {h: i for i, h in enumerate(table.headers)}
+    rows = {r[2]: r for r in table.rows}
+    util, energy, cpu = col["GPU util"], col["energy (J/sample)"], col["CPU util"]
+    assert (rows["fp32"][util], rows["fp32"][energy], rows["fp32"][cpu]) == ("90%", "1.50", "30%")
+    assert (rows["amp"][util], rows["amp"][energy], rows["amp"][cpu]) == (
+        f"90% {FEW}",
+        f"1.50 {FEW}",
+        f"30% {FEW}",
+    )
+    assert rows["amp"][col["GPU mem peak (MiB)"]] == "10,000"  # a peak needs no mean: not marked
+    assert any(p.startswith(f"{FEW} marks") for p in findings_block(analysis).paragraphs)
+    assert list(analysis.frame().telemetry_samples) == [40, 2]
 
 
 def test_rows_show_the_verified_dtype_and_the_task_unit(tmp_path):

@@ -107,3 +107,13 @@ def test_a_timed_phase_between_two_samples_uses_the_nearest():
     ]
     out = summarize_job([rec], samples)
     assert out["cpu_util_mean"] == 90.0 and out["host_rss_mib_max"] == 512.0
+    assert (
+        out["telemetry_samples"] == 0
+    )  # the nearest sample stands in, but none fell inside: the report marks it
+
+
+def test_the_number_of_samples_inside_the_timed_phase_is_logged():
+    rec = record(100.0, [100.0])  # timed from 105.0 to 106.0
+    samples = [{"t": 104.95 + 0.1 * i, "host/cpu_util": 50.0} for i in range(13)]  # 104.95 ... 106.15
+    assert summarize_job([rec], samples)["telemetry_samples"] == 10
+    assert "telemetry_samples" not in summarize_job([rec], [])  # telemetry off: nothing to count

@@ -95,6 +95,7 @@ SUMMARY_METRICS = (
     "energy_j_per_sample",
     "cpu_util_mean",
     "host_rss_mib_max",
+    "telemetry_samples",  # readings inside the timed phase (too few make the means above rough)
     "data_wait_frac",
     "loss_first",
     "loss_last",

@@ -17,6 +17,7 @@ import pandas as pd
 from dlbench.core.execution import UNCOMPILED, execution_class
 from dlbench.core.names import SPREAD_LIMIT
 from dlbench.report.load import JobRow
+from dlbench.telemetry.sampler import MIN_TIMED_SAMPLES
 
 FRAMEWORK_ORDER = ("tf", "torch", "mxnet", "jax")  # the order of the Synced 2019 article, then JAX
 PRECISION_ORDER = ("fp32", "tf32", "amp", "bf16")
@@ -64,6 +65,12 @@ def flagged(job: JobRow) -> bool:
     """Repeats disagreed by more than 5%: the row's number deserves suspicion."""
     spread = job.metric("throughput_spread")
     return job.spread_flag == "high" or (not math.isnan(spread) and spread > SPREAD_LIMIT)
+
+
+def few_samples(job: JobRow) -> bool:
+    """Its timed phase held fewer telemetry samples than MIN_TIMED_SAMPLES: the means (utilization,
+    energy) mostly describe what came before it. Runs logged before the count existed are not marked."""
+    return job.metric("telemetry_samples") < MIN_TIMED_SAMPLES  # NaN (not logged) compares False
 
 
 @dataclass
@@ -130,6 +137,7 @@ class Group:
                     "framework_mem_mib": j.metric("framework_mem_mib_max"),
                     "cpu_util": j.metric("cpu_util_mean"),
                     "energy_j_per_sample": j.metric("energy_j_per_sample"),
+                    "telemetry_samples": j.metric("telemetry_samples"),
                     "warmup_s": j.metric("warmup_s"),
                     "threads": j.threads,
                     "run_id": j.run_id,
@@ -174,6 +182,10 @@ class Analysis:
     @property
     def reused(self) -> int:
         return sum(j.reused for j in self.finished)
+
+    @property
+    def has_few_samples(self) -> bool:
+        return any(few_samples(j) for j in self.finished)
 
     @property
     def has_spread(self) -> bool:

@@ -13,14 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlbench.core.names import SPREAD_LIMIT
-from dlbench.report.analysis import RULE, Analysis, Group, flagged
+from dlbench.report.analysis import RULE, Analysis, Group, few_samples, flagged
 from dlbench.report.load import JobRow
+from dlbench.telemetry.sampler import MIN_TIMED_SAMPLES
 
 DASH = "–"  # shown for a metric the run did not log (e.g. GPU metrics of a CPU run)
 FLAG = "⚠"
 DIVERGED = "loss NaN"
 SHARED = "GPU shared"
 REUSED = "(reused)"
+FEW = "†"  # a mean over fewer telemetry samples than MIN_TIMED_SAMPLES
 
 
 def _missing(x: float | None) -> bool:
@@ -96,19 +98,24 @@ def result_table(group: Group, show_spread: bool) -> Table:
             spread = j.metric("throughput_spread")
             cell = DASH if _missing(spread) else f"{spread * 100:.1f}% ({j.repeats}×)"
             row.append(cell + (f" {FLAG}" if flagged(j) else ""))
+        rough = f" {FEW}" if few_samples(j) else ""
         row += [
             fmt(e.speedup, ".2f", "×"),
             fmt(e.rel_fastest, ".2f", "×"),
-            fmt(j.metric("gpu_util_mean"), ".0f", "%"),
+            _rough(fmt(j.metric("gpu_util_mean"), ".0f", "%"), rough),
             fmt(j.metric("gpu_mem_used_mib_max"), ",.0f"),
             fmt(j.metric("framework_mem_mib_max"), ",.0f"),
-            fmt(j.metric("cpu_util_mean"), ".0f", "%"),
-            fmt(j.metric("energy_j_per_sample"), "#.3g"),
+            _rough(fmt(j.metric("cpu_util_mean"), ".0f", "%"), rough),
+            _rough(fmt(j.metric("energy_j_per_sample"), "#.3g"), rough),
             fmt(j.metric("warmup_s"), ".2f"),
             j.threads or DASH,
         ]
         rows.append(row)
     return Table(f"table-{group.slug}", "dlbench-table results", headers, rows)
+
+
+def _rough(cell: str, mark: str) -> str:
+    return cell if cell == DASH else cell + mark
 
 
 def failed_table(jobs: list[JobRow]) -> Table:
@@ -241,6 +248,13 @@ def findings_block(analysis: Analysis) -> Block:
         block.paragraphs.append(
             f"{REUSED} marks a job this sweep did not run: with resume=true it reused a FINISHED run of the "
             "same configuration from an earlier sweep (`dlbench.reused_by`)."
+        )
+    if analysis.has_few_samples:
+        block.paragraphs.append(
+            f"{FEW} marks a utilization or energy figure from fewer than {MIN_TIMED_SAMPLES} telemetry samples "
+            "in the job's timed phase (`telemetry_samples`): NVML's utilization is the busy fraction of the "
+            "last 1/6–1 s, so over so short a phase these figures mostly describe the warm-up before it. "
+            "Lengthen the timed phase (schedule.steps_per_window, schedule.windows) to measure them."
         )
     if analysis.has_spread:
         block.paragraphs.append(

@@ -78,6 +78,11 @@ class Sampler:
         self._csv_file.flush()
 
 
+# Fewer samples than this inside the timed phase make its means (GPU and CPU utilization, power, energy)
+# rough: NVML's utilization is the busy fraction of the last 1/6-1 s, so a timed phase shorter than that
+# reports mostly the warm-up before it. The figures are still logged; the log and the report say so.
+MIN_TIMED_SAMPLES = 5
+
 SUMMARY = {
     # summary metric: (series, reducer)
     "gpu_util_mean": ("gpu0/util", fmean),
