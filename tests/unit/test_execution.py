@@ -54,6 +54,6 @@ def test_the_gpu_framework_preset_crosses_frameworks_modes_and_tensor_core_preci
     assert params == {
         "framework": "tf,torch,jax",
         "execution": "eager,compiled",
-        "precision": "amp,bf16,tf32",
+        "precision": "fp32,tf32,amp,bf16",  # fp32: the base of the report's × fp32 and its amp verdict
     }
     assert cfg.device == "cuda"
