@@ -379,6 +379,19 @@ def dali_vs_synthetic(rows: list[dict]) -> list[str]:
 
 
 RESNET50_GOAL = 7500  # img/s, ResNet-50 training on one H200 (7,000 before the fused optimizer)
+GOAL_MIN_BATCH = 256  # the goal was set for batches this large; smaller ones pay per-step launch costs
+
+
+def _goal(batch: object) -> str:
+    try:
+        large = int(str(batch).split()[0]) >= GOAL_MIN_BATCH
+    except ValueError:
+        large = False
+    return (
+        f"goal ≥ {RESNET50_GOAL:,}"
+        if large
+        else f"the goal of {RESNET50_GOAL:,} is for batch ≥ {GOAL_MIN_BATCH}"
+    )
 
 
 def compiled(rows: list[dict]) -> list[str]:
@@ -387,7 +400,7 @@ def compiled(rows: list[dict]) -> list[str]:
         if c["compile"] == "-" or c["precision"] not in ("amp", "bf16"):
             continue
         lines.append(f"- [{c['run']}] torch.compile ({c['compile']}), ResNet-50 {c['precision'].upper()} train, SGD {c['optimizer']}, "
-                     f"batch {c['batch']}: {c['throughput']:,.0f} img/s (goal ≥ {RESNET50_GOAL:,}); compilation is in warmup_s = {c['warmup_s']:.0f} s.")  # fmt: skip
+                     f"batch {c['batch']}: {c['throughput']:,.0f} img/s ({_goal(c['batch'])}); compilation is in warmup_s = {c['warmup_s']:.0f} s.")  # fmt: skip
     return lines
 
 
