@@ -256,22 +256,9 @@ def test_means_over_too_few_telemetry_samples_are_marked(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client, eid = open_store(uri, "dlbench")
     sweep = make_sweep(client, eid, "precision=fp32,amp")
-    log_job(
-        client,
-        eid,
-        sweep.run_id,
-        "torch resnet50 fp32 train",
-        (95, 100, 105),
-        metrics=GPU | {"telemetry_samples": 40},
-    )
-    log_job(
-        client,
-        eid,
-        sweep.run_id,
-        "torch resnet50 amp train",
-        (190, 200, 210),
-        metrics=GPU | {"telemetry_samples": 2},
-    )
+    job = functools.partial(log_job, client, eid, sweep.run_id)
+    job("torch resnet50 fp32 train", (95, 100, 105), metrics=GPU | {"telemetry_samples": 40})
+    job("torch resnet50 amp train", (190, 200, 210), metrics=GPU | {"telemetry_samples": 2})
     sweep.finish("FINISHED")
     analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
     table = result_table(analysis.groups[0], show_spread=False)
