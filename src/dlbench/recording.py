@@ -44,7 +44,7 @@ from dlbench.serving.record import record_served
 from dlbench.serving.settings import allowed_batch_sizes
 from dlbench.telemetry.guards import GuardFindings, ProcessWatch, clock_guard, shared_gpu
 from dlbench.telemetry.plot import plot_telemetry
-from dlbench.telemetry.sampler import MIN_TIMED_SAMPLES
+from dlbench.telemetry.sampler import MIN_TIMED_SAMPLES, rough
 from dlbench.tracking.resume import CONFIG_HASH_TAG, config_hash
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store, resolve_uri
@@ -211,7 +211,7 @@ class JobRecording:
                 metrics["throughput_p95"],
                 spread,
             )
-            if metrics.get("telemetry_samples", MIN_TIMED_SAMPLES) < MIN_TIMED_SAMPLES:
+            if rough(metrics.get("telemetry_samples")):
                 log.warning(
                     "%s: its timed phase held %d telemetry sample(s), fewer than %d: its utilization and "
                     "energy figures are rough; lengthen it with schedule.steps_per_window or schedule.windows",

@@ -12,6 +12,7 @@ ran: the article measured one GPU, so a verdict reached on a CPU says so. A clai
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlbench.report.accuracy import AccuracyAnalysis
@@ -71,7 +72,7 @@ def _rate(job: JobRow, unit: str) -> str:
     return f"{NAMES.get(job.framework, job.framework)} {job.metric('throughput'):,.1f} {unit}/s"
 
 
-def _cells(analysis: Analysis, pick) -> list[tuple[Group, str, list[JobRow]]]:
+def _cells(analysis: Analysis, pick: Callable[[Group], bool]) -> list[tuple[Group, str, list[JobRow]]]:
     """(group, precision, that precision's sound runs) for the groups `pick` accepts."""
     out = []
     for g in analysis.groups:
@@ -109,7 +110,7 @@ def _no_mxnet(analysis: Analysis, size: str) -> str:
 
 
 def _against_mxnet(
-    analysis: Analysis, claim: str, size: str, pick, rivals: tuple[str, ...] | None
+    analysis: Analysis, claim: str, size: str, pick: Callable[[Group], bool], rivals: tuple[str, ...] | None
 ) -> ClaimResult:
     """Per cell that `pick` accepts: MXNet against the fastest of `rivals` (None: every other framework).
     With rivals named, the claim is that they beat MXNet; with None, that MXNet beats them all."""

@@ -98,15 +98,15 @@ def result_table(group: Group, show_spread: bool) -> Table:
             spread = j.metric("throughput_spread")
             cell = DASH if _missing(spread) else f"{spread * 100:.1f}% ({j.repeats}×)"
             row.append(cell + (f" {FLAG}" if flagged(j) else ""))
-        rough = f" {FEW}" if few_samples(j) else ""
+        few = few_samples(j)
         row += [
             fmt(e.speedup, ".2f", "×"),
             fmt(e.rel_fastest, ".2f", "×"),
-            _rough(fmt(j.metric("gpu_util_mean"), ".0f", "%"), rough),
+            _marked(fmt(j.metric("gpu_util_mean"), ".0f", "%"), few),
             fmt(j.metric("gpu_mem_used_mib_max"), ",.0f"),
             fmt(j.metric("framework_mem_mib_max"), ",.0f"),
-            _rough(fmt(j.metric("cpu_util_mean"), ".0f", "%"), rough),
-            _rough(fmt(j.metric("energy_j_per_sample"), "#.3g"), rough),
+            _marked(fmt(j.metric("cpu_util_mean"), ".0f", "%"), few),
+            _marked(fmt(j.metric("energy_j_per_sample"), "#.3g"), few),
             fmt(j.metric("warmup_s"), ".2f"),
             j.threads or DASH,
         ]
@@ -114,8 +114,9 @@ def result_table(group: Group, show_spread: bool) -> Table:
     return Table(f"table-{group.slug}", "dlbench-table results", headers, rows)
 
 
-def _rough(cell: str, mark: str) -> str:
-    return cell if cell == DASH else cell + mark
+def _marked(cell: str, few: bool) -> str:
+    """A mean's cell, with FEW when it rests on too few telemetry samples (a dash stays a dash)."""
+    return f"{cell} {FEW}" if few and cell != DASH else cell
 
 
 def failed_table(jobs: list[JobRow]) -> Table:

@@ -83,6 +83,12 @@ class Sampler:
 # reports mostly the warm-up before it. The figures are still logged; the log and the report say so.
 MIN_TIMED_SAMPLES = 5
 
+
+def rough(timed_samples: float | None) -> bool:
+    """Whether means over this many timed-phase samples are rough (None or NaN: not counted, not rough)."""
+    return timed_samples is not None and timed_samples < MIN_TIMED_SAMPLES
+
+
 SUMMARY = {
     # summary metric: (series, reducer)
     "gpu_util_mean": ("gpu0/util", fmean),
