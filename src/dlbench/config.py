@@ -120,6 +120,10 @@ class ScheduleConfig:
     windows: int = 10
     batch_size: int | None = None  # null = model.batch_size
     repeats: int = 1
+    # at least this many timed seconds per repeat: a probe window after warm-up times the step, and every
+    # window then runs as many steps as that takes (never fewer than steps_per_window; null: as configured).
+    # A fast GPU finishes a fixed schedule in under a second, too short for 10 Hz telemetry to mean much.
+    min_timed_s: float | None = None
     # mode=converge (docs/architecture.md, "Accuracy"): passes over the training split, the held-out metric
     # to reach (epochs and seconds to it are logged), and the seed of data order, augmentation and initial
     # weights; `seeds` runs the job once per seed, each its own MLflow run (empty = [seed]).
@@ -304,6 +308,10 @@ def validate(job: JobConfig) -> None:
         (job.schedule.steps_per_window >= 1, "schedule.steps_per_window: must be 1 or more"),
         (job.schedule.windows >= 1, "schedule.windows: must be 1 or more"),
         (job.schedule.repeats >= 1, "schedule.repeats: must be 1 or more"),
+        (
+            job.schedule.min_timed_s is None or job.schedule.min_timed_s > 0,
+            f"schedule.min_timed_s={job.schedule.min_timed_s}: use seconds > 0, or null to time the windows as set",
+        ),
         (job.schedule.epochs >= 1, "schedule.epochs: must be 1 or more"),
         (
             job.mode != "converge" or job.schedule.repeats == 1,

@@ -260,6 +260,8 @@ class JobRunner:
             self.progress.warmup_step(ev["step"], ev["of"])
         elif kind == events.WARMUP_DONE:
             rec.warmup = ev
+            if "steps_per_window" in ev:  # schedule.min_timed_s may have lengthened the windows
+                self.progress.timed_steps(ev["steps_per_window"])
         elif kind == events.WINDOW:
             rec.windows.append(ev)
             self.recording.window(ev)

@@ -40,6 +40,17 @@ class Progress:
         elif step == 1 or step == of:
             log.info("%s: warm-up step %d/%d", self.label, step, of)
 
+    def timed_steps(self, steps_per_window: int) -> None:
+        """The steps each window really runs (schedule.min_timed_s fits them to the measured step)."""
+        if steps_per_window == self.k:
+            return
+        self.total += self.windows * (steps_per_window - self.k)
+        self.k = steps_per_window
+        if self._bar is not None:
+            self._bar.total = self.total
+        else:
+            log.info("%s: %d steps per window (schedule.min_timed_s)", self.label, steps_per_window)
+
     def window(self, index: int, throughput: float) -> None:
         if self._bar is not None:
             self._bar.update(self.k)

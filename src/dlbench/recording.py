@@ -214,7 +214,7 @@ class JobRecording:
             if rough(metrics.get("telemetry_samples")):
                 log.warning(
                     "%s: its timed phase held %d telemetry sample(s), fewer than %d: its utilization and "
-                    "energy figures are rough; lengthen it with schedule.steps_per_window or schedule.windows",
+                    "energy figures are rough; lengthen it with schedule.min_timed_s=5 (seconds)",
                     self.label,
                     metrics["telemetry_samples"],
                     MIN_TIMED_SAMPLES,

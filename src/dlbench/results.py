@@ -107,6 +107,8 @@ def _window_figures(records: list[RepeatRecord], windows: list[dict[str, Any]]) 
     xs = sorted(w["throughput"] for w in windows)
     out["throughput_p05"], out["throughput_p95"] = percentile(xs, 5), percentile(xs, 95)
     seconds = sum(w["seconds"] for w in windows)
+    out["timed_s"] = seconds  # every repeat's windows: what the telemetry means cover
+    out["steps_per_window"] = statistics.median(w["steps"] for w in windows)  # after schedule.min_timed_s
     out["data_wait_frac"] = sum(w.get("data_wait_s", 0.0) for w in windows) / seconds
     losses = [w["loss"] for w in windows if w.get("loss") is not None]
     if losses:

@@ -5,6 +5,7 @@ source counted them on the host, over the window's seconds."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -27,10 +28,30 @@ def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
     return time.perf_counter() - start
 
 
-def timed_windows(bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_step=None) -> list[float]:
-    """Run the timed windows, emitting one `window` event each; return the per-window units/s."""
+def fit_steps(bench: Bench, schedule: ScheduleConfig, agree: Callable[[int], int] | None = None) -> int:
+    """The steps each timed window runs. schedule.min_timed_s set: one probe window of
+    steps_per_window steps (untimed, part of the warm-up) measures the step, and the windows get as many
+    steps as min_timed_s seconds take over all of them, never fewer than steps_per_window. `agree` makes
+    the ranks of a job run one count (each probes its own step)."""
+    if not schedule.min_timed_s:
+        return schedule.steps_per_window
+    start = time.perf_counter()
+    for _ in range(schedule.steps_per_window):
+        bench.step()
+    bench.sync()
+    step_s = max((time.perf_counter() - start) / schedule.steps_per_window, 1e-9)
+    steps = max(schedule.steps_per_window, math.ceil(schedule.min_timed_s / (schedule.windows * step_s)))
+    return agree(steps) if agree else steps
+
+
+def timed_windows(
+    bench: Bench, schedule: ScheduleConfig, emit: Emit, on_first_step=None, steps: int | None = None
+) -> list[float]:
+    """Run the timed windows of `steps` steps each (default schedule.steps_per_window), emitting one
+    `window` event each; return the per-window units/s."""
+    k = steps or schedule.steps_per_window
     return [
-        timed_window(bench, index, schedule.steps_per_window, emit, on_first_step if index == 0 else None)
+        timed_window(bench, index, k, emit, on_first_step if index == 0 else None)
         for index in range(schedule.windows)
     ]
 

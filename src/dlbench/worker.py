@@ -30,7 +30,7 @@ try:  # the job machinery needs numpy: an interpreter without it must still answ
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
     from dlbench.errors import ConfigError
-    from dlbench.timing import timed_windows, warm_up
+    from dlbench.timing import fit_steps, timed_windows, warm_up
 except ModuleNotFoundError as exc:
     MISSING: ModuleNotFoundError | None = exc
 else:
@@ -187,9 +187,13 @@ def _run_bench(
             # a source with several batch shapes needs a warm-up step for each (SpecBench.warmup_steps)
             more = getattr(bench, "warmup_steps", None)
             steps = more(job.schedule.warmup_steps) if more else job.schedule.warmup_steps
-            warmup_s = warm_up(bench, steps, emit.emit)
-            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps)
-            timed_windows(bench, job.schedule, emit.emit, on_first_step=fault)
+            start = time.perf_counter()
+            warm_up(bench, steps, emit.emit)
+            k = fit_steps(bench, job.schedule, group.agree_steps if group is not None else None)
+            probe = job.schedule.steps_per_window if job.schedule.min_timed_s else 0
+            warmup_s = time.perf_counter() - start
+            emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps + probe, steps_per_window=k)
+            timed_windows(bench, job.schedule, emit.emit, on_first_step=fault, steps=k)
         precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
         # After the timing, so it costs no startup time: the network's size as its framework counts it.
         stats = getattr(backend, "model_stats", None)

@@ -76,6 +76,20 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
     assert (res.stdout + res.stderr).count("telemetry sample(s), fewer than") == len(rough)
 
 
+def test_min_timed_s_lengthens_the_windows_until_telemetry_covers_them(cli):
+    # The smoke schedule times a few milliseconds; asked for 1.5 s, the windows get the steps that take.
+    res = cli.run(["framework=torch", *TINY, "schedule.min_timed_s=1.5"], multirun=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = cli.runs()
+    m, configured = run.data.metrics, int(run.data.params["schedule.steps_per_window"])
+    assert m["steps_per_window"] > configured and run.data.params["schedule.min_timed_s"] == "1.5"
+    assert m["timed_s"] >= 0.75  # the probe's step and the timed one differ a little on a busy CPU
+    assert m["telemetry_samples"] >= MIN_TIMED_SAMPLES
+    log = res.stdout + res.stderr
+    assert f"{int(m['steps_per_window'])} steps per window (schedule.min_timed_s)" in log
+    assert "fewer than" not in log
+
+
 def missing_columns(run, keys: list[str]) -> list[str]:
     """Which of a view's column keys (metrics.`x`, params.`x`, tags.`x`) the run has no value for."""
     data = {"metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags}

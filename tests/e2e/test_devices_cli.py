@@ -41,6 +41,15 @@ def test_a_sweep_over_devices_records_both_runs_and_reports_the_scaling(cli):
     assert "torch resnet_cifar fp32 train: 2 devices" in report and "scaling efficiency" in report
 
 
+def test_two_ranks_agree_on_the_steps_min_timed_s_gives_their_windows(cli):
+    # each rank probes its own step: were their counts to differ, one would wait in a collective for ever
+    res = cli.run([*TINY, "devices=2", "schedule.min_timed_s=1", "timeout_s=180"], multirun=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = cli.runs()
+    assert run.info.status == "FINISHED" and run.data.params["ranks.world_size"] == "2"
+    assert run.data.metrics["steps_per_window"] > int(run.data.params["schedule.steps_per_window"])
+
+
 def test_a_jax_sweep_over_devices_runs_one_process_over_a_mesh_and_reports_the_scaling(cli):
     try:
         worker_python(JaxConfig())

@@ -8,7 +8,7 @@ import pytest
 
 from dlbench.config import ScheduleConfig
 from dlbench.events import EventReader
-from dlbench.timing import percentile, summarize, timed_windows, warm_up
+from dlbench.timing import fit_steps, percentile, summarize, timed_windows, warm_up
 
 
 class CountingBench:
@@ -81,3 +81,27 @@ def test_event_reader_joins_partial_lines():
     reader = EventReader()
     assert reader.feed(b'{"event": "hello", "t": 1}\n{"event": "bu') == [{"event": "hello", "t": 1}]
     assert reader.feed(b'ilt", "t": 2}\n') == [{"event": "built", "t": 2}]
+
+
+def test_min_timed_s_fits_the_windows_to_the_measured_step():
+    # 10 ms steps, 4 windows, 0.4 s asked for: 10 steps per window, after a probe window of 2 steps.
+    bench = CountingBench(step_s=0.01)
+    schedule = ScheduleConfig(steps_per_window=2, windows=4, min_timed_s=0.4)
+    steps = fit_steps(bench, schedule)
+    assert bench.steps == 2 and bench.syncs == 1  # the probe: one window of steps_per_window, untimed
+    assert 5 <= steps <= 10  # sleep overshoots, never undershoots: at most the exact count
+    events = []
+    timed_windows(bench, schedule, lambda e, **d: events.append(d), steps=steps)
+    assert [e["steps"] for e in events] == [steps] * 4
+    assert sum(e["seconds"] for e in events) >= 4 * steps * 0.01
+
+
+def test_min_timed_s_never_shortens_a_window_and_ranks_agree():
+    bench = CountingBench(step_s=0.01)
+    slow_enough = ScheduleConfig(steps_per_window=20, windows=2, min_timed_s=0.01)
+    assert fit_steps(bench, slow_enough) == 20
+    assert (
+        fit_steps(bench, ScheduleConfig(steps_per_window=2, windows=1, min_timed_s=0.2), lambda k: 99) == 99
+    )
+    unset = CountingBench(step_s=0.01)
+    assert fit_steps(unset, ScheduleConfig(steps_per_window=7)) == 7 and unset.steps == 0  # no probe

@@ -28,7 +28,7 @@ def project_relative(raw: str) -> Path:
 HELLO = "hello"  # worker process is up: pid
 BUILT = "built"  # import_s, build_s, params, device, unit (throughput unit), batch_size, versions, threads
 WARMUP_STEP = "warmup_step"  # step, of
-WARMUP_DONE = "warmup_done"  # warmup_s, steps
+WARMUP_DONE = "warmup_done"  # warmup_s, steps (with a min_timed_s probe), steps_per_window (timed)
 # samples: the units (built.unit) the window's steps consumed; throughput = samples / seconds
 WINDOW = "window"  # index, steps, samples, seconds, throughput, loss, data_wait_s, t_start
 # mode=converge, after each epoch's training window: epoch (1-based), metric (its name), value (on the
@@ -95,6 +95,8 @@ SUMMARY_METRICS = (
     "energy_j_per_sample",
     "cpu_util_mean",
     "host_rss_mib_max",
+    "timed_s",  # seconds inside the timed windows, all repeats
+    "steps_per_window",  # steps each window ran (schedule.min_timed_s may raise schedule.steps_per_window)
     "telemetry_samples",  # readings inside the timed phase (too few make the means above rough)
     "data_wait_frac",
     "loss_first",

@@ -255,7 +255,7 @@ def findings_block(analysis: Analysis) -> Block:
             f"{FEW} marks a utilization or energy figure from fewer than {MIN_TIMED_SAMPLES} telemetry samples "
             "in the job's timed phase (`telemetry_samples`): NVML's utilization is the busy fraction of the "
             "last 1/6–1 s, so over so short a phase these figures mostly describe the warm-up before it. "
-            "Lengthen the timed phase (schedule.steps_per_window, schedule.windows) to measure them."
+            "Lengthen the timed phase (schedule.min_timed_s=5, in seconds) to measure them."
         )
     if analysis.has_spread:
         block.paragraphs.append(

@@ -15,6 +15,7 @@ job's timeout. The watcher reports it through `on_rank_death` at once, which end
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import socket
 import subprocess
@@ -105,6 +106,11 @@ class RankGroup:
             group.close()
             raise
         return group
+
+    def agree_steps(self, steps: int) -> int:
+        """One step count for every rank (schedule.min_timed_s: each rank probed its own step): the mean of
+        theirs, rounded up the same way everywhere."""
+        return math.ceil(all_reduce_sum(steps) / self.world)
 
     def _gather_facts(self, threads: dict[str, int]) -> dict[str, Any]:
         """Backend, world size and the threads each rank's torch reports (intra/inter-op), rank by rank."""
