@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -95,6 +96,21 @@ def missing_columns(run, keys: list[str]) -> list[str]:
     data = {"metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags}
     kinds = [key.split(".", 1) for key in keys]
     return [f"{kind}.{name}" for kind, name in kinds if name.strip("`") not in data[kind]]
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU here would run the cells")
+def test_a_gpu_preset_without_a_gpu_names_each_cell_with_its_mode_and_makes_no_report(cli):
+    res = cli.run(["+experiment=frameworks_gpu", "framework=torch", "precision=fp32", "model=resnet_cifar"])
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "2 cell(s) not run on this machine" in res.stderr  # eager and compiled, told apart:
+    assert "[torch resnet_cifar fp32 train eager]" in out
+    assert "[torch resnet_cifar fp32 train torch.compile(default)]" in out
+    assert "report: not made: no job of this sweep ran here" in out and "ReportInputError" not in out
+    assert [c.split(":")[0] for c in cli.not_run()] == [
+        "torch resnet_cifar fp32 train eager device=cuda",
+        "torch resnet_cifar fp32 train torch.compile(default) device=cuda",
+    ]
 
 
 def test_the_sweep_link_opens_a_view_of_its_results(cli):
@@ -266,7 +282,8 @@ def test_a_cell_this_machine_cannot_run_is_skipped_with_its_reason_not_failed(cl
     assert res.returncode == 0, out[-3000:]
     assert out.count("not run on this machine: MXNet 1.9.1 computes bfloat16 only with oneDNN") == 1
     assert (
-        "1 cell(s) not run on this machine" in res.stderr and "[mxnet resnet_cifar amp train]" in res.stderr
+        "1 cell(s) not run on this machine" in res.stderr
+        and "[mxnet resnet_cifar amp train hybridized]" in res.stderr
     )
     runs = cli.runs()
     parent = sweep_parent(runs)
@@ -278,10 +295,10 @@ def test_a_cell_this_machine_cannot_run_is_skipped_with_its_reason_not_failed(cl
         ("torch", "fp32"),
     ]
     assert all(r.info.status == "FINISHED" for r in kids)
-    assert [c.split(":")[0] for c in cli.not_run()] == ["mxnet resnet_cifar amp train"]
+    assert [c.split(":")[0] for c in cli.not_run()] == ["mxnet resnet_cifar amp train hybridized"]
     report = (cli.tmp / "sweep" / "report" / "report.md").read_text()
     section = report.split("## Not run on this machine", 1)[1]
-    assert "| mxnet resnet_cifar amp train | MXNet 1.9.1 computes bfloat16" in section
+    assert "| mxnet resnet_cifar amp train hybridized | MXNet 1.9.1 computes bfloat16" in section
     assert "ONEDNN_MAX_CPU_ISA=AVX2" in section and "1 not run on this machine" in report
     # the article's claims, re-tested on these runs: MXNet on small images against PyTorch, on this CPU
     claims = report.split("## The 2019 article's claims, re-tested", 1)[1].split("\n## ", 1)[0]

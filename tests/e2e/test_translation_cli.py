@@ -19,7 +19,13 @@ def test_transformer_smoke_sweep_trains_and_decodes_in_every_framework(cli):
     bf16 = {"tf": TF_BF16, "torch": True, "mxnet": MXNET_BF16}  # amp on a CPU is bfloat16
     frameworks = [fw for fw in ("tf", "torch", "mxnet") if bf16[fw]]  # the others' cells are not run
     assert jobs == sorted((fw, mode) for fw in frameworks for mode in ("train", "infer"))
-    skipped = sorted(f"{fw} transformer amp {m}" for fw in bf16 if not bf16[fw] for m in ("train", "infer"))
+    default_mode = {"tf": "graph", "torch": "eager", "mxnet": "hybridized"}  # execution when none is set
+    skipped = sorted(
+        f"{fw} transformer amp {m} {default_mode[fw]}"
+        for fw in bf16
+        if not bf16[fw]
+        for m in ("train", "infer")
+    )
     assert [c.split(":")[0] for c in cli.not_run()] == skipped
     if skipped:
         assert "not run on this machine" in res.stdout + res.stderr and "AVX-512" in res.stdout + res.stderr
@@ -56,8 +62,14 @@ def test_decoding_in_one_compiled_call_runs_compiled_tf_and_jax_and_skips_the_re
         assert run.data.tags["run.decode_loop"] == "device"
         assert run.data.tags["run.execution"] in ("xla", "jit")
     reasons = [c.split(": ", 1) for c in cli.not_run()]
-    assert [cell for cell, _ in reasons] == [
-        f"{fw} transformer fp32 infer" for fw in ("jax", "tf", "torch", "torch")
+    assert [cell for cell, _ in reasons] == [  # eager and compiled torch told apart
+        f"{fw} transformer fp32 infer {mode}"
+        for fw, mode in (
+            ("jax", "eager"),
+            ("tf", "graph"),
+            ("torch", "eager"),
+            ("torch", "torch.compile(default)"),
+        )
     ]
     assert reasons[0][1].endswith("framework=jax needs execution=compiled (framework.jit=true)")
     assert reasons[1][1].endswith("framework=tf needs execution=compiled (framework.xla=true)")

@@ -53,3 +53,13 @@ def apply_execution(framework: Any, chosen: str | None) -> None:
     knob = COMPILE_KNOB.get(framework.name)
     if chosen is not None and knob is not None:
         setattr(framework, knob, chosen == "compiled")
+
+
+def cell_execution(framework: Any, chosen: str | None) -> str:
+    """The mode a job runs in, from its framework config and execution=eager|compiled (before or after
+    apply_execution): what tells a sweep's eager and compiled cells apart in its log lines."""
+    knobs = dict(vars(framework))
+    knob = COMPILE_KNOB.get(framework.name)
+    if chosen is not None and knob is not None:
+        knobs[knob] = chosen == "compiled"
+    return execution(framework.name, knobs)

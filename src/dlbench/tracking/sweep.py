@@ -205,7 +205,9 @@ def finish_sweep(tally: SweepTally) -> None:
     )
     status = "FAILED" if tally.failed else "FINISHED"
     signals.check()  # safe points around the report: an interrupt now ends the sweep KILLED
-    if sweep.report:
+    if sweep.report and not (tally.finished or tally.failed):  # every cell was one this machine cannot run
+        log.warning("report: not made: no job of this sweep ran here (the reasons are above)")
+    elif sweep.report:
         log_report(parent, sweep.uri, Path(sweep.sweep_dir) / "report", sweep, status)
     signals.check()
     close_parent(status)
