@@ -57,3 +57,22 @@ def test_the_gpu_framework_preset_crosses_frameworks_modes_and_tensor_core_preci
         "precision": "fp32,tf32,amp,bf16",  # fp32: the base of the report's × fp32 and its amp verdict
     }
     assert cfg.device == "cuda"
+    assert cfg.schedule.min_timed_s == 5  # a fast GPU's default windows are too short for 10 Hz telemetry
+
+
+@pytest.mark.parametrize(
+    ("model", "batch"),
+    [("resnet50", 256), ("ssd300", 128), ("ncf", 2**20), ("vgg16", None), ("transformer", None)],
+)
+def test_the_gpu_framework_preset_sizes_each_model_for_a_gpu(compose, model, batch):
+    cfg = compose(["+experiment=frameworks_gpu", f"model={model}"])
+    assert cfg.schedule.batch_size == batch  # None: the model's own default
+    if model == "transformer":
+        assert (cfg.model.batch_tokens, cfg.model.lengths) == (40960, "fixed")
+    assert (
+        compose(
+            ["+experiment=frameworks_gpu", f"model={model}", "schedule.batch_size=64"]
+        ).schedule.batch_size
+        == 64
+    )
+    assert compose(["+experiment=frameworks_gpu"]).schedule.batch_size == 256  # resnet50 unless named
