@@ -564,3 +564,26 @@ def test_amp_without_autocast_is_not_called_mixed_precision(tmp_path):
     ]
     assert "amp (pure bfloat16, bfloat16 weights) speeds up torch on resnet50 train by 2.00×." in texts
     assert not any("mixed" in t for t in texts)
+
+
+def test_a_framework_difference_on_a_host_bound_gpu_says_so(tmp_path):
+    """A GPU busy 45% of the timed phase waited on its host: the finding that puts that run behind another
+    says the gap is the host's dispatch. Too few samples to tell, and no finding says it."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "framework=torch,tf,jax")
+    job = functools.partial(log_job, client, eid, sweep.run_id)
+    job("tf resnet50 amp train", (490, 500, 510), metrics=GPU | {"telemetry_samples": 50})
+    job(
+        "torch resnet50 amp train",
+        (190, 200, 210),
+        metrics=GPU | {"gpu_util_mean": 45.0, "telemetry_samples": 50},
+    )
+    few = GPU | {"gpu_util_mean": 30.0, "telemetry_samples": 3}
+    job("jax resnet50 amp train", (90, 100, 110), metrics=few, knobs={"jit": False})  # eager, as the others
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    (finding,) = [f.text for f in analysis.findings if f.kind == "framework"]
+    assert "tf is 2.5× faster than torch and 5.0× faster than jax" in finding
+    assert "Host-bound: torch kept the GPU busy 45% of the timed phase" in finding
+    assert "jax kept" not in finding  # 3 samples: its 30% may describe the warm-up

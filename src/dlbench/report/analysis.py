@@ -73,6 +73,19 @@ def few_samples(job: JobRow) -> bool:
     return rough(job.metric("telemetry_samples"))
 
 
+# A GPU busy less than this share of a timed phase waited on its host (kernel launches, Python dispatch): a
+# framework difference measured there is mostly the host's. An H200 at ResNet-50 batch 64 showed both sides:
+# PyTorch 35-60%, TF+XLA and JAX 74-96%.
+HOST_BOUND_UTIL = 70.0
+
+
+def host_bound(job: JobRow) -> bool:
+    """The GPU was idle much of the timed phase, by enough telemetry to say so (a run whose samples were not
+    counted, or too few, is never called host-bound: its mean may describe the warm-up)."""
+    samples, util = job.metric("telemetry_samples"), job.metric("gpu_util_mean")
+    return not (math.isnan(samples) or rough(samples)) and util < HOST_BOUND_UTIL
+
+
 @dataclass
 class Entry:
     """One table row: a finished job plus what it is compared against."""
@@ -362,7 +375,8 @@ def _findings(g: Group) -> list[Finding]:
         if beaten:
             parts = [f"{faster_text(r)} than {_name(o, jobs)}" for o, r in beaten]
             text = f"{where}, {_name(best, jobs)} is {_join(parts)}."
-            out.append(Finding("framework", g.title, text + caveat([best, *(o for o, _ in beaten)])))
+            compared = [best, *(o for o, _ in beaten)]
+            out.append(Finding("framework", g.title, text + host_note(compared, jobs) + caveat(compared)))
         if ties:
             names = _join([_name(best, jobs)] + [_name(o, jobs) for o, _ in ties])
             text = f"{where}, {names} are within the measured spread (no clear winner)."
@@ -383,6 +397,18 @@ def _findings(g: Group) -> list[Finding]:
         else:
             out.append(Finding("tie", g.title, f"{what} makes no measurable difference for {where}.{note}"))
     return out
+
+
+def host_note(compared: list[JobRow], jobs: list[JobRow]) -> str:
+    """A sentence for a framework difference that rests on host-bound runs: whose GPU sat idle, how much."""
+    bound = [j for j in compared if host_bound(j)]
+    if not bound:
+        return ""
+    busy = _join([f"{_name(j, jobs)} kept the GPU busy {j.metric('gpu_util_mean'):.0f}%" for j in bound])
+    return (
+        f" Host-bound: {busy} of the timed phase, so this difference measures how fast the host issues "
+        "the work more than the GPU's speed (a larger batch measures the GPU)."
+    )
 
 
 def caveat(compared: list[JobRow]) -> str:
