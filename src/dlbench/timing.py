@@ -28,20 +28,29 @@ def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
     return time.perf_counter() - start
 
 
-def fit_steps(bench: Bench, schedule: ScheduleConfig, agree: Callable[[int], int] | None = None) -> int:
-    """The steps each timed window runs. schedule.min_timed_s set: one probe window of
-    steps_per_window steps (untimed, part of the warm-up) measures the step, and the windows get as many
-    steps as min_timed_s seconds take over all of them, never fewer than steps_per_window. `agree` makes
-    the ranks of a job run one count (each probes its own step)."""
+def fit_steps(
+    bench: Bench, schedule: ScheduleConfig, agree: Callable[[int], int] | None = None
+) -> tuple[int, int]:
+    """(steps each timed window runs, probe steps run here). schedule.min_timed_s set: one probe window of
+    steps_per_window steps (untimed, counted in the warm-up) measures the step, and the windows get as many
+    steps as min_timed_s seconds take over all of them, never fewer than steps_per_window. The probe stops
+    early once its steps alone have taken a window's share of those seconds (long CPU steps need no more).
+    `agree` makes the ranks of a job run one count (each measures its own step; the probe then runs whole,
+    since a rank stopping early would leave the others in a collective)."""
+    spw = schedule.steps_per_window
     if not schedule.min_timed_s:
-        return schedule.steps_per_window
+        return spw, 0
+    share = schedule.min_timed_s / schedule.windows
     start = time.perf_counter()
-    for _ in range(schedule.steps_per_window):
-        bench.step()
+    for i in range(spw):
+        bench.step()  # unsynchronized: the host's clock is behind the device's, never ahead of it
+        if agree is None and time.perf_counter() - start >= share:
+            bench.sync()
+            return spw, i + 1
     bench.sync()
-    step_s = max((time.perf_counter() - start) / schedule.steps_per_window, 1e-9)
-    steps = max(schedule.steps_per_window, math.ceil(schedule.min_timed_s / (schedule.windows * step_s)))
-    return agree(steps) if agree else steps
+    step_s = max((time.perf_counter() - start) / spw, 1e-9)
+    steps = max(spw, math.ceil(share / step_s))
+    return (agree(steps) if agree else steps), spw
 
 
 def timed_windows(

@@ -189,8 +189,7 @@ def _run_bench(
             steps = more(job.schedule.warmup_steps) if more else job.schedule.warmup_steps
             start = time.perf_counter()
             warm_up(bench, steps, emit.emit)
-            k = fit_steps(bench, job.schedule, group.agree_steps if group is not None else None)
-            probe = job.schedule.steps_per_window if job.schedule.min_timed_s else 0
+            k, probe = fit_steps(bench, job.schedule, group.agree if group is not None else None)
             warmup_s = time.perf_counter() - start
             emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps + probe, steps_per_window=k)
             timed_windows(bench, job.schedule, emit.emit, on_first_step=fault, steps=k)

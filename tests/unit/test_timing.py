@@ -87,8 +87,8 @@ def test_min_timed_s_fits_the_windows_to_the_measured_step():
     # 10 ms steps, 4 windows, 0.4 s asked for: 10 steps per window, after a probe window of 2 steps.
     bench = CountingBench(step_s=0.01)
     schedule = ScheduleConfig(steps_per_window=2, windows=4, min_timed_s=0.4)
-    steps = fit_steps(bench, schedule)
-    assert bench.steps == 2 and bench.syncs == 1  # the probe: one window of steps_per_window, untimed
+    steps, probe = fit_steps(bench, schedule)
+    assert probe == bench.steps == 2 and bench.syncs == 1  # one window of steps_per_window, untimed
     assert 5 <= steps <= 10  # sleep overshoots, never undershoots: at most the exact count
     events = []
     timed_windows(bench, schedule, lambda e, **d: events.append(d), steps=steps)
@@ -96,12 +96,16 @@ def test_min_timed_s_fits_the_windows_to_the_measured_step():
     assert sum(e["seconds"] for e in events) >= 4 * steps * 0.01
 
 
-def test_min_timed_s_never_shortens_a_window_and_ranks_agree():
-    bench = CountingBench(step_s=0.01)
-    slow_enough = ScheduleConfig(steps_per_window=20, windows=2, min_timed_s=0.01)
-    assert fit_steps(bench, slow_enough) == 20
-    assert (
-        fit_steps(bench, ScheduleConfig(steps_per_window=2, windows=1, min_timed_s=0.2), lambda k: 99) == 99
-    )
+def test_min_timed_s_never_shortens_a_window_and_stops_probing_long_steps_early():
+    long_steps = CountingBench(step_s=0.05)  # 20 steps a window of 2: a window's share (0.05 s) in one step
+    assert fit_steps(long_steps, ScheduleConfig(steps_per_window=20, windows=2, min_timed_s=0.1)) == (20, 1)
+    assert long_steps.steps == 1 and long_steps.syncs == 1  # synchronized before the timed windows start
     unset = CountingBench(step_s=0.01)
-    assert fit_steps(unset, ScheduleConfig(steps_per_window=7)) == 7 and unset.steps == 0  # no probe
+    assert fit_steps(unset, ScheduleConfig(steps_per_window=7)) == (7, 0) and unset.steps == 0
+
+
+def test_min_timed_s_ranks_probe_a_whole_window_and_agree_on_the_count():
+    """`agree` stands for the ranks' all-reduce: the other rank's step was slower and it wants 3 steps."""
+    bench = CountingBench(step_s=0.05)
+    schedule = ScheduleConfig(steps_per_window=2, windows=1, min_timed_s=0.01)
+    assert fit_steps(bench, schedule, agree=lambda steps: 3) == (3, 2) and bench.steps == 2

@@ -107,10 +107,10 @@ class RankGroup:
             raise
         return group
 
-    def agree_steps(self, steps: int) -> int:
-        """One step count for every rank (schedule.min_timed_s: each rank probed its own step): the mean of
-        theirs, rounded up the same way everywhere."""
-        return math.ceil(all_reduce_sum(steps) / self.world)
+    def agree(self, value: int) -> int:
+        """One value for every rank, each having measured its own (schedule.min_timed_s: the steps per
+        window): the mean of theirs, rounded up the same way everywhere."""
+        return math.ceil(all_reduce_sum(value) / self.world)
 
     def _gather_facts(self, threads: dict[str, int]) -> dict[str, Any]:
         """Backend, world size and the threads each rank's torch reports (intra/inter-op), rank by rank."""
