@@ -43,7 +43,7 @@ def fit_steps(
     share = schedule.min_timed_s / schedule.windows
     start = time.perf_counter()
     for i in range(spw):
-        bench.step()  # unsynchronized: the host's clock is behind the device's, never ahead of it
+        bench.step()  # unsynchronized: the device finishes them no sooner than the host has issued them
         if agree is None and time.perf_counter() - start >= share:
             bench.sync()
             return spw, i + 1
