@@ -240,6 +240,9 @@ class JobConfig:
     # schedule.batch_size is per device, each device trains on its own batch, so the global batch is
     # batch_size x devices (as torchrun scripts mean it).
     devices: int = 1
+    # framework name -> the interpreter its workers run under where framework.python is null, so one sweep
+    # crosses frameworks that live in environments of their own (conf/local: pythons: {tf: /opt/tf/bin/python})
+    pythons: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(FRAMEWORKS))
 
     @property
     def batch_size(self) -> int:
@@ -326,6 +329,10 @@ def validate(job: JobConfig) -> None:
             "telemetry.interval_s: must be > 0 (use telemetry.enabled=false to turn it off)",
         ),
         (job.timeout_s > 0, "timeout_s: must be > 0"),
+        (
+            set(job.pythons) <= set(FRAMEWORKS),
+            f"pythons: {sorted(set(job.pythons) - set(FRAMEWORKS))} are not frameworks; use keys of {FRAMEWORKS}",
+        ),
         (
             job.report.equivalence > 0 and all(v is None or v > 0 for v in job.report.delta.values()),
             "report.equivalence and report.delta: an equivalence margin must be > 0",

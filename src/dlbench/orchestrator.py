@@ -62,6 +62,8 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
     try:
         validate(job)
         apply_execution(job.framework, job.execution)  # execution=compiled: torch compile, tf xla
+        if job.framework.python is None:  # pythons.<framework>: this framework's own environment
+            job.framework.python = job.pythons.get(job.framework.name)
         can = capability.check(job)
         if can.reason is not None:
             return not_run(job, ctx, can.reason, tally)

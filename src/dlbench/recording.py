@@ -112,6 +112,7 @@ class JobRecording:
             self.run = run
             STATE.job_runs += 1
         config = j.to_dict()
+        config.pop("pythons")  # framework.python holds the one this job ran under
         if j.mode != "serve":  # LoadGen's settings only where LoadGen runs
             config.pop("serve")
         else:  # the batch sizes steps run at, null resolved (what the run used)

@@ -218,6 +218,24 @@ def test_missing_framework_is_one_line_naming_the_interpreter(cli, tmp_path):
     assert run.data.tags["failure"] == "config"
 
 
+def test_pythons_gives_one_framework_of_a_sweep_its_own_interpreter(cli, tmp_path):
+    """A framework installed apart (TF in its own environment, say) still joins a one-command sweep: its
+    jobs run under pythons.<name>, recorded as their framework.python; the other frameworks' do not."""
+    marker, wrapper = tmp_path / "ran", tmp_path / "torch-python"
+    wrapper.write_text(f'#!/bin/sh\necho "$$" >> {marker}\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    res = cli.run(["framework=torch,mxnet", "precision=fp32", *TINY, f"pythons.torch={wrapper}"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    kids = {
+        r.data.params["framework.name"]: r
+        for r in children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)
+    }
+    assert kids["torch"].data.params["framework.python"] == str(wrapper)
+    assert kids["mxnet"].data.params["framework.python"] == "null"
+    assert len(marker.read_text().split()) == 1  # one torch worker, started through the wrapper
+    assert not any(k.startswith("pythons") for r in kids.values() for k in r.data.params)
+
+
 def test_mlflow_run_id_becomes_the_parent(cli):
     client = cli.client()
     exp = client.create_experiment("outer")

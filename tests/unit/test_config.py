@@ -82,6 +82,7 @@ def test_wrong_type_is_refused_at_composition(compose):
         ({"schedule": {"batch_size": 0}}, "schedule.batch_size"),
         ({"schedule": {"windows": 0}}, "schedule.windows"),
         ({"schedule": {"min_timed_s": 0}}, "schedule.min_timed_s"),
+        ({"pythons": {"caffe": "/usr/bin/python3"}}, "pythons"),
         ({"mode": "fly"}, "mode"),
         ({"device": "tpu"}, "device"),
         ({"telemetry": {"interval_s": 0}}, "telemetry.interval_s"),

@@ -21,7 +21,8 @@ from mlflow.tracking import MlflowClient
 
 CONFIG_HASH_TAG = "dlbench.config_hash"
 REUSED_BY_TAG = "dlbench.reused_by"  # comma-separated parent run ids of the sweeps that reused this run
-NOT_HASHED = ("tracking", "resume", "fail_fast", "report", "timeout_s", "guard")
+# pythons: the one a job uses is in framework.python, hashed with the framework
+NOT_HASHED = ("tracking", "resume", "fail_fast", "report", "timeout_s", "guard", "pythons")
 
 
 def config_hash(config: dict[str, Any]) -> str:
