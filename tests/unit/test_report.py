@@ -587,3 +587,5 @@ def test_a_framework_difference_on_a_host_bound_gpu_says_so(tmp_path):
     assert "tf is 2.5× faster than torch and 5.0× faster than jax" in finding
     assert "Host-bound: torch kept the GPU busy 45% of the timed phase" in finding
     assert "jax kept" not in finding  # 3 samples: its 30% may describe the warm-up
+    frame = analysis.frame().set_index("framework")
+    assert frame.host_bound.to_dict() == {"tf": False, "torch": True, "jax": False}  # report.csv's column

@@ -151,6 +151,8 @@ class Group:
                     "cpu_util": j.metric("cpu_util_mean"),
                     "energy_j_per_sample": j.metric("energy_j_per_sample"),
                     "telemetry_samples": j.metric("telemetry_samples"),
+                    "host_bound": host_bound(j),
+                    "timed_s": j.metric("timed_s"),
                     "warmup_s": j.metric("warmup_s"),
                     "threads": j.threads,
                     "run_id": j.run_id,
