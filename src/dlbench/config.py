@@ -120,8 +120,9 @@ class ScheduleConfig:
     windows: int = 10
     batch_size: int | None = None  # null = model.batch_size
     repeats: int = 1
-    # at least this many timed seconds per repeat: a probe window after warm-up times the step, and every
-    # window then runs as many steps as that takes (never fewer than steps_per_window; null: as configured).
+    # about this many timed seconds per repeat: a probe after warm-up (min_timed_s / windows seconds) times
+    # the step, and every window then runs the steps that takes (never fewer than steps_per_window; null: as
+    # configured).
     # A fast GPU finishes a fixed schedule in under a second, too short for 10 Hz telemetry to mean much.
     min_timed_s: float | None = None
     # mode=converge (docs/architecture.md, "Accuracy"): passes over the training split, the held-out metric

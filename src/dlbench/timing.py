@@ -31,26 +31,25 @@ def warm_up(bench: Bench, steps: int, emit: Emit) -> float:
 def fit_steps(
     bench: Bench, schedule: ScheduleConfig, agree: Callable[[int], int] | None = None
 ) -> tuple[int, int]:
-    """(steps each timed window runs, probe steps run here). schedule.min_timed_s set: one probe window of
-    steps_per_window steps (untimed, counted in the warm-up) measures the step, and the windows get as many
-    steps as min_timed_s seconds take over all of them, never fewer than steps_per_window. The probe stops
-    early once its steps alone have taken a window's share of those seconds (long CPU steps need no more).
-    `agree` makes the ranks of a job run one count (each measures its own step; the probe then runs whole,
-    since a rank stopping early would leave the others in a collective)."""
+    """(steps each timed window runs, probe steps run here). schedule.min_timed_s set: a probe after the
+    warm-up (untimed, counted in it) runs steps until a window's share of those seconds has passed, so its
+    mean step is not one slow first step's; the windows then get the steps that min_timed_s takes over all
+    of them, never fewer than steps_per_window. `agree` makes the ranks of a job run one count: each probes
+    steps_per_window steps (a count, not a time, or one would wait in a collective the others never join)."""
     spw = schedule.steps_per_window
     if not schedule.min_timed_s:
         return spw, 0
     share = schedule.min_timed_s / schedule.windows
-    start = time.perf_counter()
-    for i in range(spw):
+    start, done = time.perf_counter(), 0
+    while True:
         bench.step()  # unsynchronized: the device finishes them no sooner than the host has issued them
-        if agree is None and time.perf_counter() - start >= share:
-            bench.sync()
-            return spw, i + 1
+        done += 1
+        if done >= spw if agree is not None else time.perf_counter() - start >= share:
+            break
     bench.sync()
-    step_s = max((time.perf_counter() - start) / spw, 1e-9)
+    step_s = max((time.perf_counter() - start) / done, 1e-9)
     steps = max(spw, math.ceil(share / step_s))
-    return (agree(steps) if agree else steps), spw
+    return (agree(steps) if agree else steps), done
 
 
 def timed_windows(

@@ -79,7 +79,9 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
 
 def test_min_timed_s_lengthens_the_windows_until_telemetry_covers_them(cli):
     # The smoke schedule times a few milliseconds; asked for 1.5 s, the windows get the steps that take.
-    res = cli.run(["framework=torch", *TINY, "schedule.min_timed_s=1.5"], multirun=False)
+    res = cli.run(
+        ["framework=torch", *TINY, "schedule.min_timed_s=1.5", "schedule.warmup_steps=3"], multirun=False
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run,) = cli.runs()
     m, configured = run.data.metrics, int(run.data.params["schedule.steps_per_window"])
