@@ -22,7 +22,7 @@ from dlbench.backends.interpreter import worker_python
 from dlbench.backends.threads import rank_threads, worker_env
 from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution, cell_execution
-from dlbench.core.names import NOT_RUN
+from dlbench.core.names import NOT_RUN, SRC_DIR
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
 from dlbench.errors import ConfigError
@@ -240,6 +240,10 @@ class JobRunner:
             log.error("%s: %s: %s", self.ctx.label, failure.kind, failure.message)
             return "FAILED", failure
         reason = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        lost = self._lost_dlbench()
+        if lost is not None:
+            log.error("%s: %s", self.ctx.label, lost)
+            return "FAILED", Failure("config", lost)
         worker_log, job_log = self.dir / "worker.log", ", ".join(str(p) for p in job_logs()) or "the console"
         if worker_log.exists() and worker_log.stat().st_size > 0:
             here, there = (
@@ -251,6 +255,21 @@ class JobRunner:
             there = "it printed nothing; see the job's log"
         log.error("%s: worker died (%s); %s", self.ctx.label, reason, here)
         return "FAILED", Failure("crash", f"worker died ({reason}); {there}")
+
+    def _lost_dlbench(self) -> str | None:
+        """The one line for an interpreter that could not import dlbench at all: the worker is started with
+        this checkout's src/ on PYTHONPATH, so a wrapper script (framework.python, pythons.<name>) that sets
+        PYTHONPATH instead of extending it loses it, and the worker dies before it can say why."""
+        worker_log = self.dir / "worker.log"
+        text = worker_log.read_text(errors="replace") if worker_log.exists() else ""
+        if "No module named 'dlbench'" not in text:
+            return None
+        python = worker_python(self.job.framework)
+        return (
+            f"framework.python={python} could not import dlbench: it was started with {SRC_DIR} on "
+            "PYTHONPATH; a wrapper must extend PYTHONPATH, not replace it "
+            '(export PYTHONPATH="/its/paths${PYTHONPATH:+:$PYTHONPATH}")'
+        )
 
     def _on_event(self, ev: dict[str, Any]) -> None:
         kind, rec, first = ev["event"], self.rec, len(self.records) == 1

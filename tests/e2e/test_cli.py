@@ -238,6 +238,25 @@ def test_pythons_gives_one_framework_of_a_sweep_its_own_interpreter(cli, tmp_pat
     assert not any(k.startswith("pythons") for r in kids.values() for k in r.data.params)
 
 
+def test_a_wrapper_that_replaces_pythonpath_gets_one_line_naming_the_fix(cli, tmp_path):
+    """The worker imports this checkout's dlbench through PYTHONPATH; a wrapper interpreter that drops it
+    (here: -I ignores it, -S the site-packages where this test environment installed dlbench, as another
+    environment would not have it) fails with the line that says so, not a bare 'worker died'."""
+    wrapper = tmp_path / "tf-python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    wrapper.chmod(0o755)
+    res = cli.run(["framework=torch", "precision=fp32", *TINY, f"pythons.torch={wrapper}"])
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert f"framework.python={wrapper} could not import dlbench" in out
+    assert "a wrapper must extend PYTHONPATH, not replace it" in out
+    assert "Traceback" not in out and "worker died" not in out
+    (kid,) = children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)
+    assert kid.info.status == "FAILED"
+    assert kid.data.tags["failure"] == "config"
+    assert "extend PYTHONPATH" in kid.data.tags["failure.message"]
+
+
 def test_mlflow_run_id_becomes_the_parent(cli):
     client = cli.client()
     exp = client.create_experiment("outer")
