@@ -24,7 +24,8 @@ mkdir -p /tmp/deps .whl
 # shellcheck disable=SC2086
 python3 -m pip download -q $P -d /tmp/deps mlflow-skinny==3.17.2 sqlalchemy alembic pycocotools mlcommons-loadgen==6.0.17 zstandard
 # shellcheck disable=SC2086
-python3 -m pip download -q --no-deps $P -d /tmp/deps hydra-core==1.3.8 omegaconf==2.3.0
+python3 -m pip download -q --no-deps $P -d /tmp/deps hydra-core==1.3.8 omegaconf==2.3.0 \
+  hydra-submitit-launcher==1.2.0 submitit==1.5.4  # (not carried for Z24: every sweep warned of the plugin)
 python3 -m pip wheel -q --no-deps -w /tmp/deps antlr4-python3-runtime==4.9.3 pysword==0.2.8
 for f in /tmp/deps/*.whl; do
   n=$(basename "$f" | cut -d- -f1 | tr 'A-Z_' 'a-z-')
