@@ -28,7 +28,7 @@ try:
     from omegaconf import DictConfig, OmegaConf
 
     from dlbench.config import JobConfig, register_configs
-    from dlbench.core.execution import cell_execution
+    from dlbench.core.execution import cell_label
     from dlbench.core.masked_output import mask_output
     from dlbench.core.secrets import hide_in_overrides
     from dlbench.orchestrator import JobContext, run_job
@@ -49,8 +49,7 @@ def run_one(cfg: DictConfig, tally: sweep.SweepTally) -> str:
     plain = OmegaConf.to_container(cfg, resolve=True)
     job = JobConfig.from_dict(plain)
     label = f"job {hc.job.num}" if hc.mode.name == "MULTIRUN" else "job"
-    label += f" [{job.framework.name} {job.model.name} {job.precision.name} {job.mode} "
-    label += f"{cell_execution(job.framework, job.execution)}]"
+    label += f" [{cell_label(job)}]"
     ctx = JobContext(
         output_dir=Path(hc.runtime.output_dir),
         overrides=list(hc.overrides.task),

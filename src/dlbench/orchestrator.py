@@ -21,7 +21,7 @@ from dlbench.backends import capability
 from dlbench.backends.interpreter import worker_python
 from dlbench.backends.threads import rank_threads, worker_env
 from dlbench.config import JobConfig, validate
-from dlbench.core.execution import apply_execution, cell_execution
+from dlbench.core.execution import apply_execution, cell_label
 from dlbench.core.names import NOT_RUN, SRC_DIR
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
@@ -95,8 +95,7 @@ def run_job(job: JobConfig, ctx: JobContext, tally: SweepTally) -> str:
 def not_run(job: JobConfig, ctx: JobContext, reason: str, tally: SweepTally) -> str:
     """A cell this machine cannot run: one line, a note on the sweep's parent for the report, no run."""
     log.warning("%s: not run on this machine: %s", ctx.label, reason)
-    cell = f"{job.framework.name} {job.model.name} {job.precision.name} {job.mode} "
-    cell += cell_execution(job.framework, job.execution)
+    cell = cell_label(job)
     cell += f" device={job.device}" if job.device != "auto" else ""
     try:
         record_not_run(config_hash(job.to_dict()), cell, reason)

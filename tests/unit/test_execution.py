@@ -7,7 +7,14 @@ import pytest
 
 from dlbench.backends import capability
 from dlbench.config import JobConfig, validate
-from dlbench.core.execution import COMPILED, UNCOMPILED, apply_execution, execution, execution_class
+from dlbench.core.execution import (
+    COMPILED,
+    UNCOMPILED,
+    apply_execution,
+    cell_label,
+    execution,
+    execution_class,
+)
 from dlbench.errors import ConfigError
 
 
@@ -36,6 +43,21 @@ def test_execution_sets_the_compile_knob_and_null_leaves_it(compose, framework, 
     job = JobConfig.from_dict(compose([f"framework={framework}", f"framework.{knob}={not default}"]))
     apply_execution(job.framework, job.execution)
     assert getattr(job.framework, knob) is not default  # execution=null: the framework's own knob stands
+
+
+@pytest.mark.parametrize(
+    ("overrides", "want"),
+    [
+        (["framework=torch", "execution=compiled"], "torch resnet50 amp train torch.compile(default)"),
+        (["framework=tf", "execution=eager"], "tf resnet50 amp train graph"),
+        (["framework=jax", "mode=infer"], "jax resnet50 amp infer jit"),
+    ],
+)
+def test_a_cell_is_labelled_with_its_mode_before_the_knobs_are_set(compose, overrides, want):
+    job = JobConfig.from_dict(compose(["model=resnet50", "precision=amp", *overrides]))
+    knobs = dict(vars(job.framework))
+    assert cell_label(job) == want
+    assert vars(job.framework) == knobs  # labelling leaves the job's own knobs alone
 
 
 def test_a_bad_execution_is_one_line_and_mxnet_compiled_is_not_run(compose):

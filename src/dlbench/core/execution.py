@@ -14,6 +14,7 @@ and JAX's `framework.jit`. MXNet has no whole-graph compiler (its capability che
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 COMPILED, UNCOMPILED = "compiled", "eager/graph"
@@ -58,8 +59,15 @@ def apply_execution(framework: Any, chosen: str | None) -> None:
 def cell_execution(framework: Any, chosen: str | None) -> str:
     """The mode a job runs in, from its framework config and execution=eager|compiled (before or after
     apply_execution): what tells a sweep's eager and compiled cells apart in its log lines."""
-    knobs = dict(vars(framework))
-    knob = COMPILE_KNOB.get(framework.name)
-    if chosen is not None and knob is not None:
-        knobs[knob] = chosen == "compiled"
-    return execution(framework.name, knobs)
+    knobs = SimpleNamespace(**vars(framework))
+    apply_execution(knobs, chosen)
+    return execution(framework.name, vars(knobs))
+
+
+def cell_label(job: Any) -> str:
+    """A job's cell as its log lines and the sweep's not-run notes name it: framework, model, precision,
+    mode and execution mode, e.g. `torch resnet50 amp train torch.compile(default)`."""
+    return (
+        f"{job.framework.name} {job.model.name} {job.precision.name} {job.mode} "
+        f"{cell_execution(job.framework, job.execution)}"
+    )
