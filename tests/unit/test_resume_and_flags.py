@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dlbench.config import JobConfig
 from dlbench.report import build_report
-from dlbench.report.analysis import analyze
+from dlbench.report.analysis import analyze, span_text
 from dlbench.report.load import select
 from dlbench.report.render import FLAG, REUSED, SHARED, findings_block, result_table
 from dlbench.telemetry.guards import CLOCK_FLAG_TAG, GPU_FLAG_TAG
@@ -85,8 +87,8 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     (claim,) = [f.text for f in analysis.findings if "amp" in f.text and "2.00×" in f.text]
     # compared across sittings only with a caveat naming the reused run
     assert (
-        f"Caveat: these runs were measured in different sittings; reused from an earlier sweep (resume=true): torch fp32 (run {fp32[:8]})"
-        in claim
+        "Caveat: these runs were measured in different sittings (first to last start: under 1 min); reused "
+        f"from an earlier sweep (resume=true): torch fp32 (run {fp32[:8]})" in claim
     )
     assert any("reused" in p for p in findings_block(analysis).paragraphs)
     report = build_report(client, uri, tmp_path / "report", run_id=second.run_id)
@@ -95,6 +97,14 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     assert sorted(j.status for j in first_jobs) == ["FINISHED", "KILLED"] and not any(
         j.reused for j in first_jobs
     )
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [(20_000, "under 1 min"), (26 * 60_000, "26 min"), (5 * 3_600_000, "5 h"), (9 * 86_400_000, "9 days")],
+)
+def test_the_sittings_caveat_says_how_far_apart_they_were(ms, text):
+    assert span_text(ms) == text
 
 
 def test_noisy_gpu_runs_are_marked_and_make_no_claim(tmp_path: Path):

@@ -420,7 +420,20 @@ def caveat(compared: list[JobRow]) -> str:
         return ""
     reused = [f"{j.framework} {j.precision} (run {j.run_id[:8]})" for j in compared if j.reused]
     which = f"; reused from an earlier sweep (resume=true): {_join(reused)}" if reused else ""
-    return f" Caveat: these runs were measured in different sittings{which}, so load may differ."
+    starts = [j.start_ms for j in compared]
+    span = f" (first to last start: {span_text(max(starts) - min(starts))})"
+    return f" Caveat: these runs were measured in different sittings{span}{which}, so load may differ."
+
+
+def span_text(ms: int) -> str:
+    """How far apart the sittings were, so a reader can weigh the caveat: sweeps run back to back on one
+    machine minutes apart differ less than runs reused from last week."""
+    minutes = ms / 60_000
+    if minutes < 1:
+        return "under 1 min"
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{minutes / 60:.0f} h" if minutes < 48 * 60 else f"{minutes / 1440:.0f} days"
 
 
 def _join(parts: list[str]) -> str:
