@@ -32,24 +32,42 @@ def fit_steps(
     bench: Bench, schedule: ScheduleConfig, agree: Callable[[int], int] | None = None
 ) -> tuple[int, int]:
     """(steps each timed window runs, probe steps run here). schedule.min_timed_s set: a probe after the
-    warm-up (untimed, counted in it) runs steps until a window's share of those seconds has passed, so its
-    mean step is not one slow first step's; the windows then get the steps that min_timed_s takes over all
-    of them, never fewer than steps_per_window. `agree` makes the ranks of a job run one count: each probes
-    steps_per_window steps (a count, not a time, or one would wait in a collective the others never join)."""
+    warm-up (untimed, counted in it) runs steps for a window's share of those seconds and times the step
+    over the second half only: the first steps after warm-up run slower (caches, allocator, a filling
+    device queue) and would make the windows too short. The windows then get the steps that min_timed_s
+    takes over all of them, never fewer than steps_per_window. `agree` makes the ranks of a job run one
+    count: each probes steps_per_window steps (a count, not a time, or one would wait in a collective the
+    others never join)."""
     spw = schedule.steps_per_window
     if not schedule.min_timed_s:
         return spw, 0
     share = schedule.min_timed_s / schedule.windows
+    if agree is not None:
+        start = time.perf_counter()
+        for _ in range(spw):
+            bench.step()
+        bench.sync()
+        step_s = max((time.perf_counter() - start) / spw, 1e-9)
+        return agree(max(spw, math.ceil(share / step_s))), spw
+    settling = steps_for(bench, share / 2)
+    start = time.perf_counter()
+    settled = steps_for(bench, share / 2)
+    step_s = max((time.perf_counter() - start) / settled, 1e-9)
+    return max(spw, math.ceil(share / step_s)), settling + settled
+
+
+def steps_for(bench: Bench, seconds: float) -> int:
+    """Run steps until `seconds` have passed on the host (at least one), then synchronize the device once;
+    return how many ran. Unsynchronized steps are fine: the device finishes them no sooner than the host
+    has issued them, and the closing sync counts what is still queued."""
     start, done = time.perf_counter(), 0
     while True:
-        bench.step()  # unsynchronized: the device finishes them no sooner than the host has issued them
+        bench.step()
         done += 1
-        if done >= spw if agree is not None else time.perf_counter() - start >= share:
+        if time.perf_counter() - start >= seconds:
             break
     bench.sync()
-    step_s = max((time.perf_counter() - start) / done, 1e-9)
-    steps = max(spw, math.ceil(share / step_s))
-    return (agree(steps) if agree else steps), done
+    return done
 
 
 def timed_windows(

@@ -88,7 +88,8 @@ def test_min_timed_s_fits_the_windows_to_the_measured_step():
     bench = CountingBench(step_s=0.01)
     schedule = ScheduleConfig(steps_per_window=2, windows=4, min_timed_s=0.4)
     steps, probe = fit_steps(bench, schedule)
-    assert probe == bench.steps and 5 <= probe <= 10 and bench.syncs == 1  # untimed, synchronized at its end
+    assert probe == bench.steps and 2 <= probe <= 10  # untimed
+    assert bench.syncs == 2  # its two halves each end synchronized: the second is the one timed
     assert 5 <= steps <= 10  # sleep overshoots, never undershoots: at most the exact count
     events = []
     timed_windows(bench, schedule, lambda e, **d: events.append(d), steps=steps)
@@ -97,11 +98,31 @@ def test_min_timed_s_fits_the_windows_to_the_measured_step():
 
 
 def test_min_timed_s_never_shortens_a_window_and_probes_a_long_step_once():
-    long_steps = CountingBench(step_s=0.05)  # one step fills a window's share (0.05 s): one probe step
-    assert fit_steps(long_steps, ScheduleConfig(steps_per_window=20, windows=2, min_timed_s=0.1)) == (20, 1)
-    assert long_steps.steps == 1 and long_steps.syncs == 1  # synchronized before the timed windows start
+    long_steps = CountingBench(step_s=0.05)  # one step fills each half of a window's share: two probe steps
+    assert fit_steps(long_steps, ScheduleConfig(steps_per_window=20, windows=2, min_timed_s=0.1)) == (20, 2)
+    assert long_steps.steps == 2 and long_steps.syncs == 2  # synchronized before the timed windows start
     unset = CountingBench(step_s=0.01)
     assert fit_steps(unset, ScheduleConfig(steps_per_window=7)) == (7, 0) and unset.steps == 0
+
+
+class SettlingBench(CountingBench):
+    """Its first steps after warm-up are slow, as a CPU's are while caches and the allocator settle."""
+
+    def __init__(self, slow: int, slow_s: float, step_s: float) -> None:
+        super().__init__(step_s)
+        self.slow, self.slow_s = slow, slow_s
+
+    def step(self) -> None:
+        time.sleep(self.slow_s if self.steps < self.slow else self.step_s)
+        self.steps += 1
+
+
+def test_min_timed_s_times_the_settled_steps_not_the_first_ones():
+    # two 0.1 s steps fill the probe's first half (0.2 s); its second half runs 10 ms steps. Timing the whole
+    # probe would have found 0.4 s / (2 + 20) steps: at most 22 steps a window instead of about 40.
+    bench = SettlingBench(slow=2, slow_s=0.1, step_s=0.01)
+    steps, probe = fit_steps(bench, ScheduleConfig(steps_per_window=1, windows=1, min_timed_s=0.4))
+    assert probe == bench.steps and steps > 25
 
 
 def test_min_timed_s_ranks_probe_a_count_of_steps_and_agree_on_the_windows():
