@@ -78,15 +78,15 @@ def test_two_job_sweep_records_parent_children_series_and_artifacts(cli):
 
 
 def test_min_timed_s_lengthens_the_windows_until_telemetry_covers_them(cli):
-    # The smoke schedule times a few milliseconds; asked for 1.5 s, the windows get the steps that take.
-    res = cli.run(
-        ["framework=torch", *TINY, "schedule.min_timed_s=1.5", "schedule.warmup_steps=3"], multirun=False
-    )
+    # The smoke schedule times a few milliseconds; asked for 3 s, the windows get the steps that take
+    # (a floor of one step a window, so that only a step slower than a window's whole second would stay at it).
+    overrides = ["schedule.min_timed_s=3", "schedule.warmup_steps=3", "schedule.steps_per_window=1"]
+    res = cli.run(["framework=torch", *TINY, *overrides], multirun=False)
     assert res.returncode == 0, res.stderr[-3000:]
     (run,) = cli.runs()
-    m, configured = run.data.metrics, int(run.data.params["schedule.steps_per_window"])
-    assert m["steps_per_window"] > configured and run.data.params["schedule.min_timed_s"] == "1.5"
-    assert m["timed_s"] >= 0.75  # the probe's step and the timed one differ a little on a busy CPU
+    m = run.data.metrics
+    assert m["steps_per_window"] > 1 and run.data.params["schedule.min_timed_s"] == "3.0"
+    assert m["timed_s"] >= 1.0  # the probe's step and the timed one differ on a busy CPU
     assert m["telemetry_samples"] >= MIN_TIMED_SAMPLES
     log = res.stdout + res.stderr
     assert f"{int(m['steps_per_window'])} steps per window (schedule.min_timed_s)" in log
