@@ -218,7 +218,7 @@ class JobRunner:
             deadline = time.monotonic() + self.job.timeout_s
             for event in worker.events(deadline):
                 self._on_event(event)
-            return self._classify(worker.wait())
+            return self._classify(worker.wait(), worker.python)
         except WorkerTimeout:
             message = f"timed out after {self.job.timeout_s}s (timeout_s); worker killed"
             log.error("%s: %s", label, message)
@@ -230,7 +230,7 @@ class JobRunner:
             worker.kill()
             self.progress.close()
 
-    def _classify(self, returncode: int) -> tuple[str, Failure | None]:
+    def _classify(self, returncode: int, python: str) -> tuple[str, Failure | None]:
         error = self.rec.error
         if returncode == 0 and self.rec.done is not None:
             return "FINISHED", None
@@ -239,7 +239,7 @@ class JobRunner:
             log.error("%s: %s: %s", self.ctx.label, failure.kind, failure.message)
             return "FAILED", failure
         reason = f"signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-        lost = self._lost_dlbench()
+        lost = self._lost_dlbench(python)
         if lost is not None:
             log.error("%s: %s", self.ctx.label, lost)
             return "FAILED", Failure("config", lost)
@@ -255,7 +255,7 @@ class JobRunner:
         log.error("%s: worker died (%s); %s", self.ctx.label, reason, here)
         return "FAILED", Failure("crash", f"worker died ({reason}); {there}")
 
-    def _lost_dlbench(self) -> str | None:
+    def _lost_dlbench(self, python: str) -> str | None:
         """The one line for an interpreter that could not import dlbench at all: the worker is started with
         this checkout's src/ on PYTHONPATH, so a wrapper script (framework.python, pythons.<name>) that sets
         PYTHONPATH instead of extending it loses it, and the worker dies before it can say why."""
@@ -263,7 +263,6 @@ class JobRunner:
         text = worker_log.read_text(errors="replace") if worker_log.exists() else ""
         if "No module named 'dlbench'" not in text:
             return None
-        python = worker_python(self.job.framework)
         return (
             f"framework.python={python} could not import dlbench: it was started with {SRC_DIR} on "
             "PYTHONPATH; a wrapper must extend PYTHONPATH, not replace it "

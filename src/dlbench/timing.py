@@ -42,29 +42,24 @@ def fit_steps(
     if not schedule.min_timed_s:
         return spw, 0
     share = schedule.min_timed_s / schedule.windows
-    if agree is not None:
-        start = time.perf_counter()
-        for _ in range(spw):
-            bench.step()
-        bench.sync()
-        step_s = max((time.perf_counter() - start) / spw, 1e-9)
-        return agree(max(spw, math.ceil(share / step_s))), spw
-    settling = steps_for(bench, share / 2)
+    counted = agree is not None
+    settling = 0 if counted else steps_for(bench, seconds=share / 2)
     start = time.perf_counter()
-    settled = steps_for(bench, share / 2)
+    settled = steps_for(bench, count=spw) if counted else steps_for(bench, seconds=share / 2)
     step_s = max((time.perf_counter() - start) / settled, 1e-9)
-    return max(spw, math.ceil(share / step_s)), settling + settled
+    steps = max(spw, math.ceil(share / step_s))
+    return (agree(steps) if agree else steps), settling + settled
 
 
-def steps_for(bench: Bench, seconds: float) -> int:
-    """Run steps until `seconds` have passed on the host (at least one), then synchronize the device once;
-    return how many ran. Unsynchronized steps are fine: the device finishes them no sooner than the host
-    has issued them, and the closing sync counts what is still queued."""
+def steps_for(bench: Bench, *, seconds: float = 0.0, count: int | None = None) -> int:
+    """Run `count` steps, or steps until `seconds` have passed on the host (at least one), then synchronize
+    the device once; return how many ran. Unsynchronized steps are fine: the device finishes them no sooner
+    than the host has issued them, and the closing sync counts what is still queued."""
     start, done = time.perf_counter(), 0
     while True:
         bench.step()
         done += 1
-        if time.perf_counter() - start >= seconds:
+        if done >= count if count is not None else time.perf_counter() - start >= seconds:
             break
     bench.sync()
     return done
