@@ -1,10 +1,12 @@
-"""dlbench report: `python src/report.py [--run ID | --experiment NAME] [--uri URI] [--out DIR] [--list]`.
+"""dlbench report: `python src/report.py [--run ID | --experiment NAME] [--uri URI ...] [--out DIR] [--list]`.
 
 The GPU results pages that pair the harness with the hand-written yardsticks (results/) are made by
 `python yardsticks/page.py`, beside the yardsticks.
 
 Hydra-style `run=ID experiment=NAME uri=URI out=DIR` work too. With neither --run nor --experiment the
-report covers the latest sweep of the `dlbench` experiment. Bad input (unknown run or experiment, no
+report covers the latest sweep of the `dlbench` experiment. Several --uri combine stores (sittings kept
+in a store each) into one report of one experiment (`dlbench` unless --experiment says); runs measured on
+different machines are kept in tables of their own. Bad input (unknown run or experiment, no
 database, nothing finished) prints one line to stderr and exits 2; --list shows what the store holds.
 """
 
@@ -36,10 +38,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         key, eq, value = word.partition("=")
         words += [f"--{key}", value] if eq and key in KEYS else [word]
     p = argparse.ArgumentParser(prog="python src/report.py", description=__doc__.splitlines()[0])
-    p.add_argument("--run", help="parent run id of a sweep (or a single job run)")
+    p.add_argument("--run", help="parent run id of a sweep (or a single job run); one store only")
     p.add_argument("--experiment", help="report every job run of this experiment (newest per configuration)")
     p.add_argument(
-        "--uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else the project's sqlite)"
+        "--uri",
+        action="append",
+        default=[],
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else the project's sqlite); repeat it to "
+        "report one experiment over several stores",
     )
     p.add_argument("--out", type=Path, help="output folder (default: reports/<run id or experiment>)")
     p.add_argument(
@@ -94,21 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     # A report reads a few endpoints: fail within seconds on an unreachable server, not after
     # MLflow's default minutes of retries (an explicit setting in the environment still wins).
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    uri = resolve_uri(args.uri)
+    uris = list(dict.fromkeys(resolve_uri(u) for u in args.uri or [None]))  # a store named twice: once
     try:
-        client = open_client(uri)
+        clients = {u: open_client(u) for u in uris}
         if args.list:
-            print("\n".join(describe_store(client, uri)))
+            print("\n".join(line for u, c in clients.items() for line in describe_store(c, u)))
             return 0
-        out = args.out or Path("reports") / (args.run or args.experiment or "latest")
+        experiment = args.experiment or ("dlbench" if len(clients) > 1 else None)
+        out = args.out or Path("reports") / (args.run or experiment or "latest")
+        first, *more = clients.items()
         report = build_report(
-            client, uri, out, run_id=args.run, experiment=args.experiment, margins=margins(args)
-        )
+            first[1], first[0], out, run_id=args.run, experiment=experiment, margins=margins(args),
+            also=dict(more),
+        )  # fmt: skip
     except ReportInputError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
     except MlflowException as exc:  # unreachable server, broken store: one line, not a traceback
-        print(f"report: MLflow store {uri}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        where = f"MLflow store {uris[0]}" if len(uris) == 1 else f"MLflow stores {', '.join(uris)}"
+        print(f"report: {where}: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     print(summary_line(report))
     for path in report.files:

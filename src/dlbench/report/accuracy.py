@@ -296,12 +296,15 @@ def _verdicts(task: Task, margins: Margins) -> list[Verdict]:
     return out
 
 
-def load_curves(client: MlflowClient, analysis: AccuracyAnalysis) -> dict[str, list[tuple[int, float]]]:
-    """run id -> [(epoch, value)] of its `eval/<metric>` series (runs without one are left out)."""
+def load_curves(
+    clients: dict[str, MlflowClient], analysis: AccuracyAnalysis
+) -> dict[str, list[tuple[int, float]]]:
+    """run id -> [(epoch, value)] of its `eval/<metric>` series (runs without one are left out), each read
+    from the store it came from (clients: tracking URI -> client)."""
     curves: dict[str, list[tuple[int, float]]] = {}
     for task in analysis.tasks:
         for job in (j for c in task.cells for j in c.runs):
-            points = client.get_metric_history(job.run_id, f"eval/{task.metric}")
+            points = clients[job.store].get_metric_history(job.run_id, f"eval/{task.metric}")
             if points:
                 curves[job.run_id] = sorted((p.step, p.value) for p in points)
     return curves

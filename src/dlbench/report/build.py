@@ -18,7 +18,17 @@ from dlbench.report.analysis import Analysis, analyze
 from dlbench.report.claims import claims_blocks
 from dlbench.report.equivalence import Margins
 from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
-from dlbench.report.load import History, ReportInputError, Selection, list_hint, load_history, select
+from dlbench.report.load import (
+    MACHINE_KEY,
+    History,
+    JobRow,
+    ReportInputError,
+    Selection,
+    list_hint,
+    load_history,
+    select,
+    select_stores,
+)
 from dlbench.report.render import (
     DASH,
     Block,
@@ -75,6 +85,7 @@ def build_report(
     require_finished: bool = True,
     margins: Margins | None = None,
     parent_status: str | None = None,
+    also: dict[str, MlflowClient] | None = None,
 ) -> Report:
     """Write report.md, report.html and the PNGs into out_dir for a sweep (run_id = its parent run),
     an experiment, or by default the latest sweep of the `dlbench` experiment.
@@ -83,8 +94,19 @@ def build_report(
     require_finished=False still writes a report when every job failed (the sweep hook wants the
     failures on record); the CLI treats "nothing finished" as bad input. parent_status: the status the
     sweep's parent is about to get (the sweep reports before it closes its parent, still RUNNING).
+    also: further stores (URI -> client) whose runs of the same experiment join the report: one page for
+    sittings kept in separate stores. A sweep's parent run lives in one store, so not with run_id.
     """
-    selection = select(client, uri, run_id=run_id, experiment=experiment)
+    clients = {uri: client} | (also or {})
+    if len(clients) > 1 and run_id:
+        raise ReportInputError(
+            "a sweep's run id belongs to one store: give one --uri with --run, or --experiment NAME to "
+            "combine the stores"
+        )
+    if len(clients) > 1:
+        selection = select_stores(clients, experiment)
+    else:
+        selection = select(client, uri, run_id=run_id, experiment=experiment)
     analysis = analyze(selection.jobs)
     accuracy = analyze_accuracy(selection.jobs, margins)
     latency = analyze_latency(selection.jobs)
@@ -98,7 +120,7 @@ def build_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     histories: dict[str, History] = {}
     for job in analysis.finished:
-        if (h := load_history(client, job.run_id, job.start_ms)) is not None:
+        if (h := load_history(clients[job.store], job.run_id, job.start_ms)) is not None:
             histories[job.run_id] = h
 
     blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
@@ -106,7 +128,7 @@ def build_report(
         blocks.append(findings_block(analysis))
     if scaling := scaling_block(analysis):  # only when a run used several devices
         blocks.append(scaling)
-    accuracy_section, images = accuracy_blocks(accuracy, load_curves(client, accuracy), out_dir)
+    accuracy_section, images = accuracy_blocks(accuracy, load_curves(clients, accuracy), out_dir)
     blocks += accuracy_section
     latency_section = latency_blocks(latency, out_dir)
     images += [image.path for block in latency_section for image in block.images]
@@ -173,6 +195,27 @@ def not_run_block(sel: Selection) -> Block | None:
     return b
 
 
+def machine_lines(jobs: list[JobRow]) -> list[str]:
+    """One line per machine the runs measured on: its host facts and the dlbench commits that ran there.
+    Runs of different machines sit in tables of their own (load.MACHINE_KEY), so a reader needs each."""
+    by_machine: dict[str, list[JobRow]] = {}
+    for j in jobs:
+        if j.host:
+            by_machine.setdefault(j.variant_params.get(MACHINE_KEY, "?"), []).append(j)
+    lines = []
+    for machine, members in by_machine.items():
+        host = members[0].host
+        commits = sorted({j.host.get("git_commit", "?")[:12] for j in members})
+        hosts = sorted({j.host.get("host", "?") for j in members})
+        line = (
+            f"Host {', '.join(hosts)}: {host.get('cpu', '?')}, {host.get('cpu_count', '?')} CPUs, "
+            f"{host.get('mem_total_gib', '?')} GiB; git {', '.join(commits)}"
+        )
+        several = len(by_machine) > 1
+        lines.append(f"Machine `{machine}` ({len(members)} runs). {line}" if several else line)
+    return lines
+
+
 def _not_run_count(sel: Selection) -> int:
     return sum(k.startswith(NOT_RUN_PREFIX) for k in sel.parent_tags)
 
@@ -180,7 +223,9 @@ def _not_run_count(sel: Selection) -> int:
 def _subject(sel: Selection) -> str:
     if sel.parent is not None:
         return f"sweep run '{sel.parent.info.run_id}'"
-    return f"experiment '{sel.experiment_name}'"
+    return f"experiment '{sel.experiment_name}'" + (
+        f" in {len(sel.stores)} stores" if len(sel.stores) > 1 else ""
+    )
 
 
 def _table_note(analysis: Analysis) -> str:
@@ -206,7 +251,12 @@ def _overview(
     b = Block("Overview")
     when = min((j.start_ms for j in sel.jobs), default=0)
     started = dt.datetime.fromtimestamp(when / 1000).strftime("%Y-%m-%d %H:%M") if when else DASH
-    b.bullets.append(f"Store `{sel.uri}`, experiment `{sel.experiment_name}` (id {sel.experiment_id})")
+    if len(sel.stores) > 1:
+        counts = Counter(j.store for j in sel.jobs)
+        stores = "; ".join(f"`{u}` ({counts[u]} runs)" for u in sel.stores)
+        b.bullets.append(f"Stores {stores}; experiment `{sel.experiment_name}` in each")
+    else:
+        b.bullets.append(f"Store `{sel.uri}`, experiment `{sel.experiment_name}` (id {sel.experiment_id})")
     if sel.parent is not None:
         tags = sel.parent_tags
         b.bullets.append(
@@ -218,12 +268,7 @@ def _overview(
         b.bullets.append(
             f"All job runs of the experiment (the newest run of each configuration), first {started}"
         )
-    host = next((j.host for j in sel.jobs if j.host), {})
-    if host:
-        b.bullets.append(
-            f"Host {host.get('host', '?')}: {host.get('cpu', '?')}, {host.get('cpu_count', '?')} CPUs, "
-            f"{host.get('mem_total_gib', '?')} GiB; git {host.get('git_commit', '?')}"
-        )
+    b.bullets.extend(machine_lines(sel.jobs))
     gpus = sorted({j.gpu_name for j in sel.jobs if j.gpu_name})
     devices = sorted({j.device for j in sel.jobs if j.device})
     b.bullets.append(f"GPU: {', '.join(gpus) or 'none recorded'}; devices used: {', '.join(devices) or DASH}")

@@ -51,6 +51,9 @@ VARIANT_PARAMS = (
     "threads.inter_op",
 )
 NOT_VARIANT_MODEL_PARAMS = ("model.name", "model.task", "model.batch_size", "model.params", "model.gflops")
+# The hardware a run measured, from its host.* and gpu.* tags: a variant key too, so that runs of one store
+# (a shared server) or of several stores (`--uri A --uri B`) made on different machines are never compared.
+MACHINE_KEY = "machine"
 UNIT_PARAM = "throughput_unit"  # the task's throughput unit, logged by the orchestrator
 GPU_SERIES = "gpu0/util"
 CPU_SERIES = "host/cpu_util"
@@ -82,6 +85,7 @@ class JobRow:
     clock_flag: str | None = None  # "throttled" and/or "clock-drop" in the timed phase
     reused: bool = False  # not run by this sweep: resume=true found this FINISHED run of its configuration
     sitting: str = ""  # the sweep that measured it (its parent run id; its own id for a single run)
+    store: str = ""  # the tracking URI it was read from (a report may combine several stores)
     compute_dtype: str | None = None  # verified on real layer outputs (tag precision.compute_dtype)
     precision_tags: dict[str, str] = field(default_factory=dict)  # every precision.* tag, prefix removed
     config_hash: str | None = None  # tag dlbench.config_hash: the resolved configuration, seed included
@@ -155,7 +159,8 @@ class History:
 
 @dataclass
 class Selection:
-    """What a report covers: the store, the experiment, the sweep's parent run (if any) and its jobs."""
+    """What a report covers: the store, the experiment, the sweep's parent run (if any) and its jobs.
+    `uri` is the first store; `stores` every store the jobs were read from, in the order given."""
 
     uri: str
     experiment_id: str
@@ -163,6 +168,12 @@ class Selection:
     parent: Run | None
     jobs: list[JobRow]
     parent_tags: dict[str, str] = field(default_factory=dict)
+    stores: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.stores = self.stores or [self.uri]
+        for job in self.jobs:
+            job.store = job.store or self.uri
 
     @property
     def title(self) -> str:
@@ -233,6 +244,23 @@ def select(
     return _select_run(client, uri, latest[0].info.run_id)
 
 
+def select_stores(clients: dict[str, MlflowClient], experiment: str | None = None) -> Selection:
+    """The job runs of one experiment (default `dlbench`) in several stores, as one selection: sweeps of one
+    machine kept in a store per sitting, reported on one page. Each store must hold the experiment."""
+    if len(clients) == 1:
+        [(uri, client)] = clients.items()
+        return select(client, uri, experiment=experiment or "dlbench")
+    parts = []
+    for uri, client in clients.items():
+        try:
+            parts.append(select(client, uri, experiment=experiment or "dlbench"))
+        except MlflowException as exc:  # name the store that failed among several
+            raise ReportInputError(f"MLflow store {uri}: {str(exc).splitlines()[0]}") from None
+    first = parts[0]
+    jobs = [job for part in parts for job in part.jobs]
+    return Selection(first.uri, first.experiment_id, first.experiment_name, None, jobs, stores=list(clients))
+
+
 def _select_run(client: MlflowClient, uri: str, run_id: str) -> Selection:
     try:
         run = client.get_run(run_id)
@@ -288,7 +316,7 @@ def job_row(run: Run) -> JobRow:
         mode=p.get("mode", "?"),
         start_ms=run.info.start_time or 0,
         metrics={k: float(m[k]) for k in (*SUMMARY_METRICS, *SERVE_METRICS) if k in m},
-        variant_params={k: v for k, v in p.items() if _is_variant_param(k)},
+        variant_params={k: v for k, v in p.items() if _is_variant_param(k)} | _machine(t),
         failure=t.get(FAILURE_TAG),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
@@ -310,6 +338,23 @@ def job_row(run: Run) -> JobRow:
         serve=_serve_facts(p, t),
         execution=t.get(EXECUTION_TAG) or _execution(p),
     )
+
+
+def machine_label(tags: dict[str, str]) -> str | None:
+    """The hardware a run measured on, e.g. "NVIDIA H200, Intel(R) Xeon(R) Processor ×16": its GPU model
+    (when the machine had one) and CPU model with the CPUs the job could use. Not the hostname: two
+    sittings on machines of one kind measure the same hardware. None for runs recorded without host tags."""
+    cpu = tags.get("host.cpu")
+    if not cpu:
+        return None
+    label = f"{cpu} ×{tags['host.cpu_count']}" if tags.get("host.cpu_count") else cpu
+    gpu = tags.get("gpu.gpu0_name")
+    return f"{gpu}, {label}" if gpu else label
+
+
+def _machine(tags: dict[str, str]) -> dict[str, str]:
+    label = machine_label(tags)
+    return {MACHINE_KEY: label} if label else {}
 
 
 def _execution(params: dict[str, str]) -> str:
