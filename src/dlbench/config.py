@@ -122,7 +122,7 @@ class ScheduleConfig:
     repeats: int = 1
     # about this many timed seconds per repeat: a probe after warm-up (min_timed_s / windows seconds) times
     # the step, and every window then runs the steps that takes (never fewer than steps_per_window; null: as
-    # configured).
+    # configured). train and infer only: converge runs epochs, serve LoadGen's own minimum duration.
     # A fast GPU finishes a fixed schedule in under a second, too short for 10 Hz telemetry to mean much.
     min_timed_s: float | None = None
     # mode=converge (docs/architecture.md, "Accuracy"): passes over the training split, the held-out metric
