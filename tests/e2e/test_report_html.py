@@ -52,10 +52,10 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_report_renders_with_its_charts(report_html: Path, tmp_path: Path):
     shot = tmp_path / "shot.png"
-    proc = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,900", report_html.as_uri())
+    proc = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2400", report_html.as_uri())
     assert shot.is_file(), proc.stderr[-2000:]
     img = Image.open(shot).convert("RGB")
-    assert img.size == (1200, 900)
+    assert img.size == (1200, 2400)  # tall enough to hold the first charts
     px = np.asarray(img, dtype=np.int16)
     non_white = (px.min(axis=2) < 240).mean()
     assert non_white > 0.01  # text and tables were painted
@@ -68,6 +68,7 @@ def test_report_tables_are_in_the_dom(report_html: Path, tmp_path: Path):
     dom = proc.stdout
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '<table id="table-resnet50-train" class="dlbench-table results">' in dom
+    assert '<table id="glance-resnet50-train" class="dlbench-table glance">' in dom
     assert '<table id="failed-runs" class="dlbench-table failed">' in dom
     assert dom.count("<tr>") >= 1 + 4 + 1 + 1  # header + 4 results, header + 1 failure
     assert "torch is 25% faster than tf" in dom  # fp32: 95-105 vs 76-84

@@ -212,7 +212,8 @@ class Analysis:
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _order(values: list[str], preferred: tuple[str, ...]) -> list[str]:
+def in_order(values: list[str], preferred: tuple[str, ...]) -> list[str]:
+    """The distinct values, those of `preferred` first in its order (the article's frameworks, fp32 first)."""
     return sorted(set(values), key=lambda v: (preferred.index(v) if v in preferred else len(preferred), v))
 
 
@@ -285,7 +286,7 @@ def _mode_findings(jobs: list[JobRow]) -> list[Finding]:
     modes = sorted({(j.framework, j.execution) for j in jobs})
     per_fw = "; ".join(
         f"{fw}: {', '.join(m for f, m in modes if f == fw)}"
-        for fw in _order([f for f, _ in modes], FRAMEWORK_ORDER)
+        for fw in in_order([f for f, _ in modes], FRAMEWORK_ORDER)
     )
     text = (
         f"These runs mix execution modes ({per_fw}): frameworks are compared only within compiled runs "
@@ -309,8 +310,8 @@ def _thread_notes(jobs: list[JobRow]) -> list[str]:
 
 
 def _group(model: str, mode: str, variant: str, jobs: list[JobRow], cls: str, mixed: bool) -> Group:
-    fw_order = _order([j.framework for j in jobs], FRAMEWORK_ORDER)
-    pr_order = _order([j.precision for j in jobs], PRECISION_ORDER)
+    fw_order = in_order([j.framework for j in jobs], FRAMEWORK_ORDER)
+    pr_order = in_order([j.precision for j in jobs], PRECISION_ORDER)
     jobs = sorted(jobs, key=lambda j: (fw_order.index(j.framework), j.execution, pr_order.index(j.precision)))
     entries = [Entry(j) for j in jobs]
     for e in entries:
@@ -361,7 +362,7 @@ def _findings(g: Group) -> list[Finding]:
     sound = [e for e in g.entries if e.job.loss_flag is None and not noisy(e.job)]
     jobs = [e.job for e in sound]
     # Frameworks against each other, per precision: the fastest against each other framework.
-    for precision in _order([j.precision for j in jobs], PRECISION_ORDER):
+    for precision in in_order([j.precision for j in jobs], PRECISION_ORDER):
         same = sorted((j for j in jobs if j.precision == precision), key=lambda j: -j.metric("throughput"))
         if len(same) < 2:
             continue

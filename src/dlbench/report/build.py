@@ -17,6 +17,7 @@ from dlbench.report.accuracy_render import accuracy_blocks
 from dlbench.report.analysis import Analysis, analyze
 from dlbench.report.claims import claims_blocks
 from dlbench.report.equivalence import Margins
+from dlbench.report.glance import glance_block
 from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
 from dlbench.report.load import (
     MACHINE_KEY,
@@ -126,6 +127,8 @@ def build_report(
     blocks = [_overview(selection, analysis, accuracy, latency, parent_status)]
     if analysis.groups:
         blocks.append(findings_block(analysis))
+    if glance := glance_block(analysis):  # the comparison side by side, before each table's details
+        blocks.append(glance)
     if scaling := scaling_block(analysis):  # only when a run used several devices
         blocks.append(scaling)
     accuracy_section, images = accuracy_blocks(accuracy, load_curves(clients, accuracy), out_dir)
