@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # run from a checkout 
 
 from mlflow.exceptions import MlflowException  # noqa: E402
 
+from dlbench.core.masked_output import mask_output  # noqa: E402
 from dlbench.report import Report, ReportInputError, build_report, describe_store, open_client  # noqa: E402
 from dlbench.report.equivalence import RELATIVE_DELTA, Margins  # noqa: E402
 from dlbench.tracking.store import resolve_uri  # noqa: E402
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         print("report: the GPU results page is made by `python yardsticks/page.py` now", file=sys.stderr)
         return 2
     args = parse(argv)
+    mask_output()  # no credential of a store URI in what it prints, and `| head` ends it without a traceback
     logging.getLogger("alembic").setLevel(logging.WARNING)  # no migration chatter on stderr
     warnings.filterwarnings("ignore")
     # A report reads a few endpoints: fail within seconds on an unreachable server, not after

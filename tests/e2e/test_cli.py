@@ -358,3 +358,23 @@ def test_a_cell_this_machine_cannot_run_is_skipped_with_its_reason_not_failed(cl
     assert single.returncode == 0, single.stderr[-3000:]
     assert "not run on this machine" in single.stdout + single.stderr
     assert len(cli.runs()) == len(runs)  # no run made for it
+
+
+def test_a_reader_that_goes_away_loses_no_run(cli):
+    """`run.py -m ... | head -1`: the pipe closes after the first line while the sweep goes on. Every job
+    still finishes and is recorded, the exit code is 0, and no line becomes a logging traceback."""
+    proc = subprocess.Popen(
+        cli.args(["framework=torch", "precision=fp32,amp", *TINY]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli.env(),
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.stdout.readline()  # what `head -1` reads, then it exits
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=600) == 0, err[-2000:]
+    assert "Logging error" not in err and "BrokenPipeError" not in err, err[-2000:]
+    jobs = children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)
+    assert sorted(r.info.status for r in jobs) == ["FINISHED", "FINISHED"]

@@ -5,11 +5,16 @@ straight to stdout, urllib3 logs the URL (with its query token) of each retried 
 handler (Hydra's run.log) writes what any logger says. `mask_output()` masks at the two places they all
 pass: each log record's message when it is made (so every handler, console or file, gets it masked) and
 every write to sys.stdout and sys.stderr (direct prints, warnings, progress bars).
+
+The same two streams outlive a reader that goes away: `run.py -m ... | head` closes the pipe while the sweep
+goes on, and every later line would raise BrokenPipeError (a logging traceback per line). The stream then
+points its file descriptor at /dev/null and the sweep finishes and records as it would have, silently.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any, TextIO
 
@@ -23,8 +28,25 @@ class MaskedStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(mask(text))
+        try:
+            self._stream.write(mask(text))
+        except BrokenPipeError:
+            self._to_devnull()
         return len(text)  # what the caller handed over, as a stream reports it
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        """Its reader is gone: from now on its descriptor writes to /dev/null (what was buffered with it)."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
