@@ -245,11 +245,9 @@ def select(
 
 
 def select_stores(clients: dict[str, MlflowClient], experiment: str | None = None) -> Selection:
-    """The job runs of one experiment (default `dlbench`) in several stores, as one selection: sweeps of one
-    machine kept in a store per sitting, reported on one page. Each store must hold the experiment."""
-    if len(clients) == 1:
-        [(uri, client)] = clients.items()
-        return select(client, uri, experiment=experiment or "dlbench")
+    """The job runs of one experiment (default `dlbench`) in several stores, as one selection: sittings kept
+    in a store each, reported on one page (runs of different machines stay in tables of their own, as
+    MACHINE_KEY makes them). Each store must hold the experiment."""
     parts = []
     for uri, client in clients.items():
         try:
