@@ -99,3 +99,27 @@ def test_one_serving_cell_on_two_machines_keeps_both_rows(tmp_path):
     assert len(rows) == 2 and "| machine |" in section
     assert rows[0].startswith("| torch | fp32 |") and "| 2.00 |" in rows[0] + rows[1]
     assert any(r.endswith("| NVIDIA H100 80GB HBM3, Intel(R) Xeon(R) Processor ×16 |") for r in rows)
+
+
+def test_converge_runs_of_two_machines_are_two_tasks(tmp_path):
+    """The same seeds on an H200 and an H100: the configuration's hash is the same, but neither machine's
+    runs supersede the other's, and their seeds are never pooled in one cell."""
+    from tests.unit.test_accuracy_report import log_converge
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "mode=converge schedule.seeds=[0,1]")
+    for tags in (H200, H100):
+        for precision in ("fp32", "amp"):
+            for seed in (0, 1):
+                log_converge(client, eid, sweep.run_id, f"torch small_cnn {precision}", seed,
+                             [0.80, 0.86 + 0.01 * seed], tags=tags)  # fmt: skip
+    sweep.finish("FINISHED")
+    accuracy = build_report(client, uri, tmp_path / "out", run_id=sweep.run_id).accuracy
+    assert len(accuracy.runs) == 8
+    assert sorted(t.title for t in accuracy.tasks) == [
+        "small_cnn on fashion_mnist: accuracy (machine=NVIDIA H100 80GB HBM3, Intel(R) Xeon(R) Processor ×16)",
+        "small_cnn on fashion_mnist: accuracy (machine=NVIDIA H200, Intel(R) Xeon(R) Processor ×16)",
+    ]
+    assert all(len(c.runs) == 2 for t in accuracy.tasks for c in t.cells)
+    assert [v.kind for v in accuracy.verdicts].count("duplicates") == 0 and len(accuracy.verdicts) == 2

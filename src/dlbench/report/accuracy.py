@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from dlbench.report.analysis import BASELINE, CONVERGE, FRAMEWORK_ORDER, PRECISION_ORDER
 from dlbench.report.equivalence import LEVEL, Margins, classify, seeds_to_settle, welch_interval
-from dlbench.report.load import JobRow
+from dlbench.report.load import MACHINE_KEY, JobRow
 from dlbench.workloads.registry import fraction_metrics
 
 VERDICT_RULE = (
@@ -133,14 +133,17 @@ class Task:
     metric: str
     target: float
     cells: list[Cell]
+    machine: str = ""  # named when the runs came from several machines: a task per machine
 
     @property
     def title(self) -> str:
-        return f"{self.model} on {self.dataset}: {self.metric}"
+        return f"{self.model} on {self.dataset}: {self.metric}" + (
+            f" (machine={self.machine})" if self.machine else ""
+        )
 
     @property
     def slug(self) -> str:
-        raw = f"accuracy-{self.model}-{self.dataset}"
+        raw = f"accuracy-{self.model}-{self.dataset}" + (f"-{self.machine}" if self.machine else "")
         return "".join(c if c.isalnum() else "-" for c in raw).strip("-").lower()
 
     @property
@@ -175,9 +178,14 @@ def _latest_per_config(jobs: list[JobRow]) -> list[JobRow]:
     latest: dict[tuple, JobRow] = {}
     for j in sorted(jobs, key=lambda j: j.start_ms):
         if j.mode == CONVERGE and j.status == "FINISHED":
-            key = (j.config_hash,) if j.config_hash else (j.run_id,)
+            # the configuration's hash does not cover the hardware: a run on another machine is no rerun
+            key = (j.config_hash, _machine(j)) if j.config_hash else (j.run_id,)
             latest[key] = j
     return list(latest.values())
+
+
+def _machine(job: JobRow) -> str:
+    return job.variant_params.get(MACHINE_KEY, "")
 
 
 def _target(jobs: list[JobRow]) -> float:
@@ -192,12 +200,15 @@ def analyze_accuracy(jobs: list[JobRow], margins: Margins | None = None) -> Accu
     """Tasks, cells and verdicts for the finished `mode=converge` runs among `jobs` (others ignored);
     `margins` gives δ (default: 1% of fp32's mean)."""
     margins = margins or Margins()
-    by_task: dict[tuple[str, str, str], list[JobRow]] = {}
-    for j in _latest_per_config(jobs):
-        key = (j.model, j.converge.get("dataset", "?"), j.converge.get("metric", "metric"))
+    runs = _latest_per_config(jobs)
+    several = len({_machine(j) for j in runs}) > 1  # seeds of two machines are never pooled in one cell
+    by_task: dict[tuple[str, str, str, str], list[JobRow]] = {}
+    for j in runs:
+        machine = _machine(j) if several else ""
+        key = (j.model, j.converge.get("dataset", "?"), j.converge.get("metric", "metric"), machine)
         by_task.setdefault(key, []).append(j)
     tasks, verdicts = [], []
-    for (model, dataset, metric), members in sorted(by_task.items()):
+    for (model, dataset, metric, machine), members in sorted(by_task.items()):
         cells: dict[tuple[str, str, str], list[JobRow]] = {}
         for j in members:
             cells.setdefault((j.framework, j.precision, j.ran), []).append(j)
@@ -210,6 +221,7 @@ def analyze_accuracy(jobs: list[JobRow], margins: Margins | None = None) -> Accu
             metric,
             _target(members),
             [Cell(fw, pr, cells[(fw, pr, r)], r) for fw, pr, r in ordered],
+            machine,
         )
         tasks.append(task)
         verdicts += _verdicts(task, margins)
