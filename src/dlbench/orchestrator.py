@@ -25,6 +25,7 @@ from dlbench.core.execution import apply_execution, cell_label
 from dlbench.core.names import NOT_RUN, SRC_DIR
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
+from dlbench.environment import host_facts
 from dlbench.errors import ConfigError
 from dlbench.progress import Progress
 from dlbench.recording import JobRecording, job_logs, parent_and_experiment
@@ -135,10 +136,26 @@ def check_gpu_free(job: JobConfig) -> None:
 
 
 def _reuse(job: JobConfig) -> str | None:
-    """resume=true: the FINISHED run of this configuration, now counted by this sweep, if there is one."""
+    """resume=true: the FINISHED run of this configuration measured on this machine, now counted by this
+    sweep, if there is one."""
     client, experiment_id = open_store(resolve_uri(job.tracking.uri), job.tracking.experiment)
     parent_id, experiment_id = parent_and_experiment(experiment_id)
-    return reuse_finished(client, experiment_id, config_hash(job.to_dict()), parent_id)
+    return reuse_finished(client, experiment_id, config_hash(job.to_dict()), parent_id, this_machine(job))
+
+
+def this_machine(job: JobConfig) -> dict[str, str]:
+    """The tags that name the hardware a run measures (report/load.machine_label reads the same): the CPU
+    model and the CPUs this process may use, and for a GPU job the first visible GPU's model."""
+    facts = host_facts()
+    out = {"host.cpu": facts["cpu"], "host.cpu_count": facts["cpu_count"]}
+    if job.device != "cpu":
+        gpu, _ = NvmlReader.open(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if gpu is not None:
+            try:
+                out["gpu.gpu0_name"] = gpu.info()["gpu0_name"]
+            finally:
+                gpu.close()
+    return out
 
 
 class JobRunner:

@@ -56,6 +56,22 @@ def test_find_finished_ignores_failed_and_other_configurations(tmp_path: Path):
     assert {failed, other}.isdisjoint({found.info.run_id})
 
 
+def test_only_a_run_of_this_machine_is_reused(tmp_path: Path):
+    """One store, two machines (a shared server): the configuration's hash is the same, the hardware is
+    not. An H100 job never reuses the H200's newer run, and a machine with no run of its own runs it."""
+    client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
+    h = config_hash(job())
+    cpu = {"host.cpu": "Intel(R) Xeon(R) Processor", "host.cpu_count": "16"}
+    h100, h200 = cpu | {"gpu.gpu0_name": "NVIDIA H100 80GB HBM3"}, cpu | {"gpu.gpu0_name": "NVIDIA H200"}
+    on_h100 = log_job(
+        client, eid, None, "torch resnet50 fp32 train", (1, 2, 3), tags={CONFIG_HASH_TAG: h} | h100
+    )
+    log_job(client, eid, None, "torch resnet50 fp32 train", (1, 2, 3), tags={CONFIG_HASH_TAG: h} | h200)
+    assert find_finished(client, eid, h, h100).info.run_id == on_h100  # not the newer H200 run
+    assert reuse_finished(client, eid, h, "p1", cpu | {"gpu.gpu0_name": "NVIDIA A100-SXM4-80GB"}) is None
+    assert find_finished(client, eid, h, cpu | {"host.cpu_count": "8"}) is None  # fewer CPUs: not this one
+
+
 def test_reuse_marks_each_sweep_once(tmp_path: Path):
     client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
     h = config_hash(job())

@@ -1,7 +1,8 @@
 """resume=true: a sweep that broke halfway is finished by running the same command again.
 
 Every job run carries a hash of its resolved configuration (`dlbench.config_hash`). With resume=true a job
-whose hash already has a FINISHED run in the experiment is not run again: that run is reused, and it records
+whose hash already has a FINISHED run in the experiment, measured on this machine (its host.cpu,
+host.cpu_count and, for a GPU job, gpu.gpu0_name tags), is not run again: that run is reused, and it records
 which sweeps reused it (`dlbench.reused_by`, parent run ids), so the new sweep's report lists it beside the
 jobs the sweep ran, and says it was reused. Nothing is copied: the reused run keeps its own series and
 artifacts.
@@ -35,16 +36,21 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def find_finished(client: MlflowClient, experiment_id: str, digest: str) -> Run | None:
-    """The newest FINISHED run of that configuration in the experiment, if any."""
+def find_finished(
+    client: MlflowClient, experiment_id: str, digest: str, machine: dict[str, str] | None = None
+) -> Run | None:
+    """The newest FINISHED run of that configuration in the experiment, if any; with `machine` (tag ->
+    value, e.g. host.cpu), only one recorded with those very tags: the hash covers the configuration, not
+    the hardware, and a store shared by several machines must not hand one machine's figure to another."""
     found = client.search_runs(
         [experiment_id],
         f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and attributes.status = 'FINISHED'",
         run_view_type=ViewType.ACTIVE_ONLY,
-        max_results=1,
+        max_results=100,
         order_by=["attributes.start_time DESC"],
     )
-    return found[0] if found else None
+    same = (r for r in found if all(r.data.tags.get(k) == v for k, v in (machine or {}).items()))
+    return next(same, None)
 
 
 def mark_reused(client: MlflowClient, run: Run, parent_id: str) -> None:
@@ -55,11 +61,16 @@ def mark_reused(client: MlflowClient, run: Run, parent_id: str) -> None:
 
 
 def reuse_finished(
-    client: MlflowClient, experiment_id: str, digest: str, parent_id: str | None
+    client: MlflowClient,
+    experiment_id: str,
+    digest: str,
+    parent_id: str | None,
+    machine: dict[str, str] | None = None,
 ) -> str | None:
-    """resume=true for one job: the id of a FINISHED run of its configuration, marked as reused by the
-    sweep `parent_id` (a single run has none), or None when the job has to run."""
-    run = find_finished(client, experiment_id, digest)
+    """resume=true for one job: the id of a FINISHED run of its configuration (on this `machine`, see
+    find_finished), marked as reused by the sweep `parent_id` (a single run has none), or None when the
+    job has to run."""
+    run = find_finished(client, experiment_id, digest, machine)
     if run is None:
         return None
     if parent_id:
