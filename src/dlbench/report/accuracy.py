@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from dlbench.report.analysis import BASELINE, CONVERGE, FRAMEWORK_ORDER, PRECISION_ORDER
 from dlbench.report.equivalence import LEVEL, Margins, classify, seeds_to_settle, welch_interval
-from dlbench.report.load import MACHINE_KEY, JobRow
+from dlbench.report.load import JobRow
 from dlbench.workloads.registry import fraction_metrics
 
 VERDICT_RULE = (
@@ -179,13 +179,9 @@ def _latest_per_config(jobs: list[JobRow]) -> list[JobRow]:
     for j in sorted(jobs, key=lambda j: j.start_ms):
         if j.mode == CONVERGE and j.status == "FINISHED":
             # the configuration's hash does not cover the hardware: a run on another machine is no rerun
-            key = (j.config_hash, _machine(j)) if j.config_hash else (j.run_id,)
+            key = (j.config_hash, j.machine) if j.config_hash else (j.run_id,)
             latest[key] = j
     return list(latest.values())
-
-
-def _machine(job: JobRow) -> str:
-    return job.variant_params.get(MACHINE_KEY, "")
 
 
 def _target(jobs: list[JobRow]) -> float:
@@ -201,10 +197,10 @@ def analyze_accuracy(jobs: list[JobRow], margins: Margins | None = None) -> Accu
     `margins` gives δ (default: 1% of fp32's mean)."""
     margins = margins or Margins()
     runs = _latest_per_config(jobs)
-    several = len({_machine(j) for j in runs}) > 1  # seeds of two machines are never pooled in one cell
+    several = len({j.machine for j in runs}) > 1  # seeds of two machines are never pooled in one cell
     by_task: dict[tuple[str, str, str, str], list[JobRow]] = {}
     for j in runs:
-        machine = _machine(j) if several else ""
+        machine = j.machine if several else ""
         key = (j.model, j.converge.get("dataset", "?"), j.converge.get("metric", "metric"), machine)
         by_task.setdefault(key, []).append(j)
     tasks, verdicts = [], []

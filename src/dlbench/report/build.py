@@ -20,7 +20,6 @@ from dlbench.report.equivalence import Margins
 from dlbench.report.glance import glance_block
 from dlbench.report.latency import LatencyAnalysis, analyze_latency, latency_blocks
 from dlbench.report.load import (
-    MACHINE_KEY,
     History,
     JobRow,
     ReportInputError,
@@ -204,7 +203,7 @@ def machine_lines(jobs: list[JobRow]) -> list[str]:
     by_machine: dict[str, list[JobRow]] = {}
     for j in jobs:
         if j.host:
-            by_machine.setdefault(j.variant_params.get(MACHINE_KEY, "?"), []).append(j)
+            by_machine.setdefault(j.machine or "?", []).append(j)
     lines = []
     for machine, members in by_machine.items():
         host = members[0].host

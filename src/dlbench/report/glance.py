@@ -47,8 +47,9 @@ ENERGIES = ((1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ"))
 
 
 def _cell(job: JobRow, rate: tuple[float, str], energy: tuple[float, str]) -> str:
-    """Throughput, then the energy per sample where measured, in the table's units; a mark where the figure proves nothing
-    (a diverged loss, a shared or throttling GPU) and † where the energy rests on too few samples."""
+    """Throughput, then the energy per sample where measured, in the table's units; a mark where the figure
+    proves nothing (a diverged loss, a shared or throttling GPU) and † where the energy rests on too few
+    samples."""
     tput = job.metric("throughput") / rate[0]
     text = fmt(tput, ",.1f") if rate[1] else fmt_throughput(tput)  # the table's title names the unit
     joules = job.metric("energy_j_per_sample")
@@ -93,8 +94,8 @@ def glance_block(analysis: Analysis) -> Block | None:
             for p in in_order([j.precision for j in jobs], PRECISION_ORDER)
         ]
         unit = groups[0].unit
-        title = f"{model} {mode}" + (f" ({variant})" if variant else "")
-        title += f": {rate[1]} {unit}/s · {energy[1]} per {unit.removesuffix('s')}".replace(":  ", ": ")
+        units = f"{rate[1]} {unit}/s".strip() + f" · {energy[1]} per {unit.removesuffix('s')}"
+        title = f"{model} {mode}" + (f" ({variant})" if variant else "") + f": {units}"
         slug = "".join(ch if ch.isalnum() else "-" for ch in f"{model}-{mode}-{variant}").strip("-").lower()
         tables.append(
             Table(f"glance-{slug}", "dlbench-table glance", [title] + [_label(c) for c in columns], rows)
@@ -105,10 +106,10 @@ def glance_block(analysis: Analysis) -> Block | None:
     named = [f"{cls}: {', '.join(sorted(classes[cls]))}" for cls in CLASS_ORDER if classes[cls]]
     b.paragraphs.append(
         "Median throughput per framework and execution mode, one row per precision, with the energy per "
-        f"sample where the GPU's power was read (each table names its units). Compare columns within one class only ({'; '.join(named)}); "
-        f"the findings above state only differences beyond the measured spread. {FLAG}: the figure proves "
-        f"nothing (a diverged loss, a shared or throttling GPU); {FEW}: the energy rests on too few telemetry "
-        f"samples; {DASH}: not run."
+        "sample where the GPU's power was read (each table names its units). Compare columns within one "
+        f"class only ({'; '.join(named)}); the findings above state only differences beyond the measured "
+        f"spread. {FLAG}: the figure proves nothing (a diverged loss, a shared or throttling GPU); {FEW}: the "
+        f"energy rests on too few telemetry samples; {DASH}: not run."
     )
     b.tables = tables
     return b

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from dlbench.report.analysis import SERVE
 from dlbench.report.charts import FRAMEWORK_COLORS, _color, _save
-from dlbench.report.load import MACHINE_KEY, JobRow
+from dlbench.report.load import JobRow
 from dlbench.report.render import Block, Image, Table, fmt, fmt_throughput
 
 # what MLPerf calls each scenario's result (its headline figure)
@@ -56,17 +56,13 @@ def analyze_latency(jobs: list[JobRow]) -> LatencyAnalysis:
                 j.execution,
                 j.serve.get("max_batch"),
                 j.serve.get("target_qps"),  # a Server sweep over rates: one row per rate
-                _machine(j),  # the same cell on two machines: two rows
+                j.machine,  # the same cell on two machines: two rows
             )
             newest[cell] = j
     out = LatencyAnalysis()
     for (model, scenario, *_), j in sorted(newest.items(), key=lambda kv: tuple(map(str, kv[0]))):
         out.groups.setdefault((model, scenario), []).append(j)
     return out
-
-
-def _machine(j: JobRow) -> str:
-    return j.variant_params.get(MACHINE_KEY, "?")
 
 
 def _row(j: JobRow) -> list[str]:
@@ -167,9 +163,9 @@ def latency_blocks(analysis: LatencyAnalysis, out_dir: Path | None = None) -> li
         headers = ["framework", "precision", "execution", "max batch"]
         headers += [name for _, name in _PERCENTILES] + ["rate", "batch mean", "LoadGen"]
         table = [_row(j) for j in rows]
-        if len({_machine(j) for j in rows}) > 1:  # never two machines' rows side by side unnamed
+        if len({j.machine for j in rows}) > 1:  # never two machines' rows side by side unnamed
             headers.append("machine")
-            table = [[*cells, _machine(j)] for cells, j in zip(table, rows, strict=True)]
+            table = [[*cells, j.machine or "?"] for cells, j in zip(table, rows, strict=True)]
         block.tables.append(Table(f"latency-{model}-{scenario}", "latency", headers, table))
         title = f"{model} {scenario}: latency CDF"
         if out_dir and (png := cdf_chart(rows, title, out_dir / f"latency-{model}-{scenario}.png")):

@@ -103,6 +103,11 @@ class JobRow:
         return self.metrics.get(key, math.nan)
 
     @property
+    def machine(self) -> str:
+        """The hardware it measured on (machine_label; "" for a run recorded without host tags)."""
+        return self.variant_params.get(MACHINE_KEY, "")
+
+    @property
     def devices(self) -> int:
         """Data-parallel ranks of the run (a run recorded before the key existed ran on one)."""
         return int(self.variant_params.get("devices", "1"))
