@@ -66,3 +66,25 @@ def test_rates_in_millions_and_no_glance_without_a_comparison(tmp_path):
         "## At a glance"
         not in build_report(client, uri, tmp_path / "b", run_id=alone.run_id).markdown.read_text()
     )
+
+
+def test_a_cell_whose_gpu_waited_on_its_host_is_marked(tmp_path):
+    """torch.compile at a small batch kept the GPU busy 45% of the timed phase: its cell says so, since the
+    column's gap is then the host's dispatch; a cell of too few telemetry samples to tell is not marked."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "+experiment=frameworks_gpu precision=amp")
+    busy = {"gpu_util_mean": 45.0, "telemetry_samples": 50}
+    for fw, knobs, tput, metrics in (
+        ("tf", {"xla": True}, 4_990, {"gpu_util_mean": 95.0, "telemetry_samples": 50}),
+        ("torch", {"compile": True}, 1_935, busy),
+        ("jax", {}, 5_000, {"gpu_util_mean": 30.0, "telemetry_samples": 3}),
+    ):
+        log_job(client, eid, sweep.run_id, f"{fw} resnet50 amp train", (tput * 0.99, tput, tput * 1.01),
+                metrics=GPU | metrics, knobs=knobs, params={"throughput_unit": "images"})  # fmt: skip
+    sweep.finish("FINISHED")
+    glance = section(
+        build_report(client, uri, tmp_path / "out", run_id=sweep.run_id).markdown.read_text(), "At a glance"
+    )
+    assert "| amp | 4,990 · 1.50 | 1,935 · 1.50 ◔ | 5,000 · 1.50 † |" in glance
+    assert "◔: the GPU was busy less than 70% of the timed phase, waiting on its host" in glance

@@ -11,15 +11,17 @@ from __future__ import annotations
 from dlbench.core.execution import COMPILED, UNCOMPILED, execution_class
 from dlbench.report.analysis import (
     FRAMEWORK_ORDER,
+    HOST_BOUND_UTIL,
     PRECISION_ORDER,
     Analysis,
     Group,
     few_samples,
+    host_bound,
     in_order,
     noisy,
 )
 from dlbench.report.load import JobRow
-from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, Block, Table, fmt, fmt_throughput
+from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, HOST, Block, Table, fmt, fmt_throughput
 
 CLASS_ORDER = (COMPILED, UNCOMPILED)
 
@@ -48,8 +50,8 @@ ENERGIES = ((1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ"))
 
 def _cell(job: JobRow, rate: tuple[float, str], energy: tuple[float, str]) -> str:
     """Throughput, then the energy per sample where measured, in the table's units; a mark where the figure
-    proves nothing (a diverged loss, a shared or throttling GPU) and † where the energy rests on too few
-    samples."""
+    proves nothing (a diverged loss, a shared or throttling GPU), † where the energy rests on too few
+    samples, and ◔ where the GPU waited on its host: a column's lead there is the host's dispatch."""
     tput = job.metric("throughput") / rate[0]
     text = fmt(tput, ",.1f") if rate[1] else fmt_throughput(tput)  # the table's title names the unit
     joules = job.metric("energy_j_per_sample")
@@ -59,6 +61,8 @@ def _cell(job: JobRow, rate: tuple[float, str], energy: tuple[float, str]) -> st
         text += f" {FLAG} {DIVERGED}"
     elif noisy(job):
         text += f" {FLAG}"
+    if host_bound(job):
+        text += f" {HOST}"
     return text
 
 
@@ -109,7 +113,8 @@ def glance_block(analysis: Analysis) -> Block | None:
         "sample where the GPU's power was read (each table names its units). Compare columns within one "
         f"class only ({'; '.join(named)}); the findings above state only differences beyond the measured "
         f"spread. {FLAG}: the figure proves nothing (a diverged loss, a shared or throttling GPU); {FEW}: the "
-        f"energy rests on too few telemetry samples; {DASH}: not run."
+        f"energy rests on too few telemetry samples; {HOST}: the GPU was busy less than "
+        f"{HOST_BOUND_UTIL:.0f}% of the timed phase, waiting on its host; {DASH}: not run."
     )
     b.tables = tables
     return b

@@ -23,6 +23,7 @@ DIVERGED = "loss NaN"
 SHARED = "GPU shared"
 REUSED = "(reused)"
 FEW = "†"  # a mean over fewer telemetry samples than MIN_TIMED_SAMPLES
+HOST = "◔"  # the GPU sat idle much of the timed phase, waiting on its host (analysis.host_bound)
 
 
 def _missing(x: float | None) -> bool:
