@@ -51,16 +51,22 @@ def git_commit() -> str:
     return (head + ("+dirty" if dirty else "")) if head else "unknown"
 
 
+def cpu_facts() -> dict[str, str]:
+    """The CPU part of the hardware a run measures on (the host.cpu and host.cpu_count tags): its model and
+    the CPUs this process may run on (taskset, cgroups, SLURM), which the job's threads follow."""
+    return {
+        "cpu": cpu_model() or platform.processor() or platform.machine(),
+        "cpu_count": str(available_cpus()),
+    }
+
+
 def host_facts() -> dict[str, str]:
     mem = psutil.virtual_memory().total
     return {
         "host": socket.gethostname(),
         "os": platform.platform(),
-        "cpu": cpu_model() or platform.processor() or platform.machine(),
-        # the CPUs this process may run on (taskset, cgroups, SLURM), which the job's threads follow; the
-        # machine's total beside it
-        "cpu_count": str(available_cpus()),
-        "cpu_total": str(os.cpu_count()),
+        **cpu_facts(),
+        "cpu_total": str(os.cpu_count()),  # the machine's total beside the CPUs this process may use
         "mem_total_gib": f"{mem / 2**30:.1f}",
         "python": sys.version.split()[0],
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "(all)"),

@@ -25,7 +25,7 @@ from dlbench.core.execution import apply_execution, cell_label
 from dlbench.core.names import NOT_RUN, SRC_DIR
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
-from dlbench.environment import host_facts
+from dlbench.environment import cpu_facts
 from dlbench.errors import ConfigError
 from dlbench.progress import Progress
 from dlbench.recording import JobRecording, job_logs, parent_and_experiment
@@ -146,8 +146,7 @@ def _reuse(job: JobConfig) -> str | None:
 def this_machine(job: JobConfig) -> dict[str, str]:
     """The tags that name the hardware a run measures (report/load.machine_label reads the same): the CPU
     model and the CPUs this process may use, and for a GPU job the first visible GPU's model."""
-    facts = host_facts()
-    out = {"host.cpu": facts["cpu"], "host.cpu_count": facts["cpu_count"]}
+    out = {f"host.{k}": v for k, v in cpu_facts().items()}
     if job.device != "cpu":
         gpu, _ = NvmlReader.open(os.environ.get("CUDA_VISIBLE_DEVICES"))
         if gpu is not None:
