@@ -72,6 +72,18 @@ def test_only_a_run_of_this_machine_is_reused(tmp_path: Path):
     assert find_finished(client, eid, h, cpu | {"host.cpu_count": "8"}) is None  # fewer CPUs: not this one
 
 
+def test_a_run_of_this_machine_behind_a_hundred_of_another_is_still_found(tmp_path: Path):
+    """The search pages on: a shared store's other machine may have a hundred newer runs of one hash."""
+    client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
+    h = config_hash(job())
+    mine = {"host.cpu": "Intel(R) Xeon(R) Processor", "host.cpu_count": "16"}
+    old = log_job(client, eid, None, "torch resnet50 fp32 train", (1, 2, 3), tags={CONFIG_HASH_TAG: h} | mine)
+    for _ in range(101):
+        run = client.create_run(eid, tags={CONFIG_HASH_TAG: h} | mine | {"host.cpu_count": "8"})
+        client.set_terminated(run.info.run_id, "FINISHED")
+    assert find_finished(client, eid, h, mine).info.run_id == old
+
+
 def test_reuse_marks_each_sweep_once(tmp_path: Path):
     client, eid = open_store(f"sqlite:///{tmp_path / 'mlflow.db'}", "dlbench")
     h = config_hash(job())

@@ -42,15 +42,21 @@ def find_finished(
     """The newest FINISHED run of that configuration in the experiment, if any; with `machine` (tag ->
     value, e.g. host.cpu), only one recorded with those very tags: the hash covers the configuration, not
     the hardware, and a store shared by several machines must not hand one machine's figure to another."""
-    found = client.search_runs(
-        [experiment_id],
-        f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and attributes.status = 'FINISHED'",
-        run_view_type=ViewType.ACTIVE_ONLY,
-        max_results=100,
-        order_by=["attributes.start_time DESC"],
-    )
-    same = (r for r in found if all(r.data.tags.get(k) == v for k, v in (machine or {}).items()))
-    return next(same, None)
+    token = None
+    while True:  # page on: the machine's own run may be older than a hundred of another machine's
+        found = client.search_runs(
+            [experiment_id],
+            f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and attributes.status = 'FINISHED'",
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=100,
+            order_by=["attributes.start_time DESC"],
+            page_token=token,
+        )
+        same = (r for r in found if all(r.data.tags.get(k) == v for k, v in (machine or {}).items()))
+        run = next(same, None)
+        if run is not None or not found.token:
+            return run
+        token = found.token
 
 
 def mark_reused(client: MlflowClient, run: Run, parent_id: str) -> None:
