@@ -31,7 +31,7 @@ def test_two_stores_of_one_machine_kind_make_one_comparison(tmp_path):
     share a table and a finding, the overview names both stores, and each run's GPU series is read from
     the store that holds it."""
     a = sitting(tmp_path / "a.db", [("tf resnet50 amp train", (190, 200, 210), H200)])
-    later = H200 | {"host.git_commit": H100["host.git_commit"]}  # another commit, the same hardware
+    later = H200 | {"host.git_commit": H100["host.git_commit"] + "+dirty"}  # another tree, the same hardware
     b = sitting(tmp_path / "b.db", [("torch resnet50 amp train", (95, 100, 105), later)])
     out = tmp_path / "out"
     done = run_cli("--uri", a, "--uri", b, "--out", str(out), cwd=tmp_path)
@@ -41,7 +41,9 @@ def test_two_stores_of_one_machine_kind_make_one_comparison(tmp_path):
     assert f"Stores `{a}` (1 runs); `{b}` (1 runs); experiment `dlbench` in each" in md
     assert "## resnet50 train\n" in md and "machine=" not in md
     assert "tf is 2.0× faster than torch" in md and "different sittings" in md
-    assert "- Host vm: Intel(R) Xeon(R) Processor, 16 CPUs, ? GiB; git 643561400000, dd9350700000\n" in md
+    assert (
+        "- Host vm: Intel(R) Xeon(R) Processor, 16 CPUs, ? GiB; git 643561400000, dd9350700000+dirty\n" in md
+    )
     assert (out / "utilization-resnet50-train.png").stat().st_size > 0
 
 
