@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # store Z25, call 3: PyTorch SSD300 eager and torch.compile with its yardstick; TF ResNet-50 XLA and graph,
-# train and infer (the graph jobs were stopped at the cap, see README), and the TF yardstick (stopped at its cap)
+# train and infer (the graph jobs were stopped at the cap and run again by call4.sh), and the TF yardstick (stopped at its cap)
 . results/h200/commands_z24/lib.sh
 tf_install || exit 1
 E=(+experiment=frameworks_gpu precision=amp)

@@ -207,7 +207,7 @@ def machine_lines(jobs: list[JobRow]) -> list[str]:
     lines = []
     for machine, members in by_machine.items():
         host = members[0].host
-        commits = sorted({short_commit(j.host.get("git_commit", "?")) for j in members})
+        commits = sorted({_short_commit(j.host.get("git_commit", "?")) for j in members})
         hosts = sorted({j.host.get("host", "?") for j in members})
         line = (
             f"Host {', '.join(hosts)}: {host.get('cpu', '?')}, {host.get('cpu_count', '?')} CPUs, "
@@ -218,7 +218,7 @@ def machine_lines(jobs: list[JobRow]) -> list[str]:
     return lines
 
 
-def short_commit(commit: str) -> str:
+def _short_commit(commit: str) -> str:
     """The commit in 12 hex digits, its "+dirty" kept: runs of a modified tree must not pass for the commit."""
     sha, dirty, _ = commit.partition("+dirty")
     return sha[:12] + dirty
