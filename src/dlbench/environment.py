@@ -13,7 +13,7 @@ import psutil
 
 from dlbench.backends.threads import available_cpus
 from dlbench.core.cpu import cpu_model
-from dlbench.core.names import PROJECT_ROOT
+from dlbench.core.names import HOST_PREFIX, PROJECT_ROOT
 from dlbench.core.secrets import is_secret_name, mask
 
 # Environment variables that change what a framework does (threads, devices, allocators, logging).
@@ -72,6 +72,16 @@ def host_facts() -> dict[str, str]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "(all)"),
         "git_commit": git_commit(),
     }
+
+
+def host_tags() -> dict[str, str]:
+    """host_facts as a run's tags (host.<fact>), the names report/load.py reads back."""
+    return {HOST_PREFIX + k: v for k, v in host_facts().items()}
+
+
+def cpu_tags() -> dict[str, str]:
+    """cpu_facts as tags: the CPU half of the hardware key resume matches on, without host_facts' git calls."""
+    return {HOST_PREFIX + k: v for k, v in cpu_facts().items()}
 
 
 def framework_env() -> dict[str, str]:

@@ -22,10 +22,10 @@ from dlbench.backends.interpreter import worker_python
 from dlbench.backends.threads import rank_threads, worker_env
 from dlbench.config import JobConfig, validate
 from dlbench.core.execution import apply_execution, cell_label
-from dlbench.core.names import NOT_RUN, SRC_DIR
+from dlbench.core.names import GPU_NAME_TAG, NOT_RUN, SRC_DIR
 from dlbench.core.secrets import mask
 from dlbench.data.validate import check_dataset
-from dlbench.environment import cpu_facts
+from dlbench.environment import cpu_tags
 from dlbench.errors import ConfigError
 from dlbench.progress import Progress
 from dlbench.recording import JobRecording, job_logs, parent_and_experiment
@@ -146,12 +146,12 @@ def _reuse(job: JobConfig) -> str | None:
 def this_machine(job: JobConfig) -> dict[str, str]:
     """The tags that name the hardware a run measures (report/load.machine_label reads the same): the CPU
     model and the CPUs this process may use, and for a GPU job the first visible GPU's model."""
-    out = {f"host.{k}": v for k, v in cpu_facts().items()}
+    out = cpu_tags()
     if job.device != "cpu":
         gpu, _ = NvmlReader.open(os.environ.get("CUDA_VISIBLE_DEVICES"))
         if gpu is not None:
             try:
-                out["gpu.gpu0_name"] = gpu.info()["gpu0_name"]
+                out[GPU_NAME_TAG] = gpu.info()["gpu0_name"]
             finally:
                 gpu.close()
     return out

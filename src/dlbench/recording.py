@@ -27,6 +27,7 @@ from dlbench.core.names import (
     EXECUTION_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
+    GPU_PREFIX,
     KIND_JOB,
     KIND_TAG,
     LOSS_FLAG_TAG,
@@ -38,7 +39,7 @@ from dlbench.core.names import (
     THROUGHPUT_PARTIAL,
 )
 from dlbench.core.secrets import mask
-from dlbench.environment import framework_env, host_facts
+from dlbench.environment import framework_env, host_facts, host_tags
 from dlbench.results import Failure, RepeatRecord, summarize_job, window_spans
 from dlbench.serving.record import record_served
 from dlbench.serving.settings import allowed_batch_sizes
@@ -106,7 +107,7 @@ class JobRecording:
         tags = {KIND_TAG: KIND_JOB, OUTPUT_DIR_TAG: str(self.dir), CONFIG_HASH_TAG: config_hash(j.to_dict())}
         tags |= {CAPABILITY_NOTE_TAG: " ".join(notes)} if notes else {}
         tags[EXECUTION_TAG] = execution(j.framework.name, dataclasses.asdict(j.framework))
-        tags.update({f"host.{k}": v for k, v in host_facts().items()})
+        tags.update(host_tags())
         with signals.held():  # a signal here must not leave a RUNNING run nobody will close
             run = RunLogger.create(client, experiment_id, name, parent_id, tags)
             self.run = run
@@ -134,7 +135,7 @@ class JobRecording:
         return run
 
     def gpu(self, info: dict[str, Any]) -> None:
-        self.run.tags({f"gpu.{k}": v for k, v in info.items()})
+        self.run.tags({GPU_PREFIX + k: v for k, v in info.items()})
 
     # ---- events --------------------------------------------------------------------------------
     def built(self, ev: dict[str, Any], first: bool) -> None:

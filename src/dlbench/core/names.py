@@ -66,6 +66,16 @@ FAILURE_MESSAGE_TAG = "failure.message"  # one line
 EVAL_METRIC_TAG = "dlbench.eval_metric"  # mode=converge: the name of the task's quality metric
 EVAL_FLAG_TAG = "dlbench.eval_flag"  # mode=converge: "non-finite" when an epoch's loss or metric was NaN/inf
 
+# The machine a run measured on: environment.host_facts as host.<fact>, the telemetry's GPU facts as gpu.<fact>.
+# Its hardware (what a report groups by and resume matches on) is the CPU model, the CPUs the job may use and
+# the first visible GPU's model.
+HOST_PREFIX, GPU_PREFIX = "host.", "gpu."
+CPU_TAG, CPU_COUNT_TAG, GPU_NAME_TAG = (
+    HOST_PREFIX + "cpu",
+    HOST_PREFIX + "cpu_count",
+    GPU_PREFIX + "gpu0_name",
+)
+
 SERVE_VALID_TAG = "serve.valid"  # mode=serve: LoadGen's verdict, VALID or INVALID
 SERVE_INVALID_TAG = "serve.invalid_because"  # mode=serve, INVALID only: LoadGen's unmet checks and advice
 SERVE_SCENARIO_TAG = "serve.scenario"  # mode=serve: LoadGen's scenario name (SingleStream...)

@@ -18,11 +18,15 @@ from mlflow.tracking import MlflowClient
 
 from dlbench.core.execution import execution
 from dlbench.core.names import (
+    CPU_COUNT_TAG,
+    CPU_TAG,
     EVAL_FLAG_TAG,
     EVAL_METRIC_TAG,
     EXECUTION_TAG,
     FAILURE_MESSAGE_TAG,
     FAILURE_TAG,
+    GPU_NAME_TAG,
+    HOST_PREFIX,
     KIND_SWEEP,
     KIND_TAG,
     LOSS_FLAG_TAG,
@@ -332,8 +336,8 @@ def job_row(run: Run) -> JobRow:
         unit=p.get(UNIT_PARAM, "samples"),
         repeats=int(m["repeats_done"]) if "repeats_done" in m else int(repeats) if repeats.isdigit() else 1,
         device=t.get("device"),
-        gpu_name=t.get("gpu.gpu0_name"),
-        host={k.removeprefix("host."): v for k, v in t.items() if k.startswith("host.")},
+        gpu_name=t.get(GPU_NAME_TAG),
+        host={k.removeprefix(HOST_PREFIX): v for k, v in t.items() if k.startswith(HOST_PREFIX)},
         threads=f"{p['threads.intra_op']}/{p.get('threads.inter_op', '?')}"
         if "threads.intra_op" in p
         else None,
@@ -347,11 +351,11 @@ def machine_label(tags: dict[str, str]) -> str | None:
     """The hardware a run measured on, e.g. "NVIDIA H200, Intel(R) Xeon(R) Processor ×16": its GPU model
     (when the machine had one) and CPU model with the CPUs the job could use. Not the hostname: two
     sittings on machines of one kind measure the same hardware. None for runs recorded without host tags."""
-    cpu = tags.get("host.cpu")
+    cpu = tags.get(CPU_TAG)
     if not cpu:
         return None
-    label = f"{cpu} ×{tags['host.cpu_count']}" if tags.get("host.cpu_count") else cpu
-    gpu = tags.get("gpu.gpu0_name")
+    label = f"{cpu} ×{tags[CPU_COUNT_TAG]}" if tags.get(CPU_COUNT_TAG) else cpu
+    gpu = tags.get(GPU_NAME_TAG)
     return f"{gpu}, {label}" if gpu else label
 
 

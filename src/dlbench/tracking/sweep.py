@@ -35,7 +35,7 @@ from dlbench.core.names import (
     SWEEP_RUN_ID_TAG,
 )
 from dlbench.core.secrets import mask
-from dlbench.environment import git_commit, host_facts
+from dlbench.environment import git_commit, host_tags
 from dlbench.tracking.run_logger import RunLogger
 from dlbench.tracking.store import open_store, resolve_uri
 from dlbench.tracking.ui_records import log_results_table, share_sweep_view, sweep_view_key, ui_url
@@ -152,7 +152,7 @@ def ensure_parent() -> RunLogger | None:
         SWEEP_DIR_TAG: sweep.sweep_dir,
         OVERRIDES_TAG: sweep.overrides,
     }
-    tags.update({f"host.{k}": v for k, v in host_facts().items()})
+    tags.update(host_tags())
     if adopted:
         parent, experiment_id = adopted
         STATE.adopted = True
