@@ -35,7 +35,8 @@ bare() {  # bare CAP PY SCRIPT ARGS...: BARE lines to bare.jsonl
   timeout "$c" "$@" 2>>"$W/logs/bare.err" | grep "^BARE " | tee -a "$W/bare.jsonl" | python3 -c "
 import sys,json
 for l in sys.stdin:
-    d=json.loads(l[5:]); print('BARE', d.get('precision'), d.get('mode'), round(d['throughput'],1), round(d['p05'],1), round(d['p95'],1))"
+    d=json.loads(l[5:]); r=d.get('throughput', d.get('samples_per_s'))
+    print('BARE', d.get('precision'), d.get('mode'), d.get('compile'), round(r,1), d.get('p05'), d.get('p95'))"
 }
 sweep() {  # sweep NAME CAP OVERRIDES...: SIGINT at the cap (finished jobs are kept; resume=true reuses them)
   local name=$1 c; c=$(cap "$2"); shift 2; [ "$c" -ge 10 ] || { echo "SKIP $name"; return; }; stamp "sweep $name (cap $c s)"
