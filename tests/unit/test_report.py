@@ -22,7 +22,7 @@ from dlbench.config import JobConfig, register_configs, validate
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
 from dlbench.report.analysis import analyze, interval, separated
 from dlbench.report.load import job_row, select
-from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, findings_block, result_table
+from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, failed_table, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
 from dlbench.tracking.store import open_store
 from dlbench.tracking.sweep import PARENT_ENV, STATE, SweepTally, SweepTracking, ensure_parent, finish_sweep
@@ -326,6 +326,28 @@ def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):
     assert failed.failure_message == "MXNetError: out of memory"
 
 
+def test_a_failed_run_names_its_execution_and_one_run_again_is_not_listed(tmp_path):
+    """The failed-runs table tells a graph failure from an XLA one of the same framework, model and precision;
+    a failure whose configuration was run again and finished is history, not listed."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "framework=tf,torch")
+    crash = {"failure": "crash", "failure.message": "worker died"}
+    log_job(client, eid, sweep.run_id, "tf ncf amp train", None, "FAILED", tags=crash)
+    xla = log_job(
+        client, eid, sweep.run_id, "tf ncf amp infer", None, "FAILED", tags=crash, knobs={"xla": True}
+    )
+    time.sleep(0.01)  # the reruns start later
+    log_job(client, eid, sweep.run_id, "tf ncf amp train", (9, 10, 11))
+    log_job(client, eid, sweep.run_id, "tf ncf amp infer", (19, 20, 21))  # graph: not the failed XLA cell
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    table = failed_table(analysis.failed)
+    assert table.headers[1:3] == ["framework", "execution"]
+    assert [(r[-1], r[2], r[5]) for r in table.rows] == [(xla, "xla", "infer")]
+    assert analysis.hidden == 1
+
+
 def test_experiment_keeps_the_newest_run_of_each_configuration(store):
     sel = select(store["client"], store["uri"], experiment="dlbench")
     a = analyze(sel.jobs)
@@ -386,7 +408,7 @@ def test_report_files(store, tmp_path):
         in md
     )
     assert "![throughput: resnet50 train](throughput-resnet50-train.png)" in md
-    assert "| mxnet-resnet50-fp32-train | mxnet | resnet50 | fp32 | train | FAILED | oom |" in md
+    assert "| mxnet-resnet50-fp32-train | mxnet | hybridized | resnet50 | fp32 | train | FAILED | oom |" in md
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == len(report.images)
     assert 'src="http' not in page and "<link" not in page  # self-contained

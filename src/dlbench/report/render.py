@@ -121,11 +121,15 @@ def _marked(cell: str, few: bool) -> str:
 
 
 def failed_table(jobs: list[JobRow]) -> Table:
-    headers = ["run", "framework", "model", "precision", "mode", "status", "failure", "message", "run id"]
+    """The runs that logged no throughput and no newer run of their configuration replaced, with the execution
+    mode: a framework's graph-mode failure is not its XLA cell's."""
+    headers = ["run", "framework", "execution", "model", "precision", "mode", "status", "failure", "message"]
+    headers += ["run id"]
     rows = [
         [
             j.run_name,
             j.framework,
+            j.execution,
             j.model,
             j.precision,
             j.mode,
