@@ -123,8 +123,9 @@ def _marked(cell: str, few: bool) -> str:
 def failed_table(jobs: list[JobRow]) -> Table:
     """The runs that logged no throughput and no newer run of their configuration replaced, with the execution
     mode: a framework's graph-mode failure is not its XLA cell's."""
-    headers = ["run", "framework", "execution", "model", "precision", "mode", "status", "failure", "message"]
-    headers += ["run id"]
+    headers = [
+        "run", "framework", "execution", "model", "precision", "mode", "status", "failure", "message", "run id",
+    ]  # fmt: skip
     rows = [
         [
             j.run_name,
