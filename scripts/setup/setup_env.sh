@@ -14,7 +14,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $venv is up to date"
   exec scripts/setup/setup_jax_env.sh
 fi
-echo "setup: installing pinned dependencies into $venv (first time: a few minutes, several GB)"
+echo "setup: installing pinned dependencies into $venv (first time: a few minutes, about 9 GB)"
+# pip's own error on a full disk comes minutes in, mid-package: say it first, in one line.
+free_gb=$(df -P -BG "$(dirname "$venv")" | awk 'NR==2 {print int($4)}')
+if [ "${free_gb:-0}" -lt 12 ]; then
+  echo "setup: warning: ${free_gb} GB free where $venv goes; .venv and .venv-jax need about 11 GB: free some space or set DLBENCH_VENV to a disk with room" >&2
+fi
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 "${pip[@]}" install -q --upgrade pip wheel setuptools
