@@ -5,17 +5,16 @@ worker builds it), then timed windows of five kinds in one process, one `WINDOW 
     python scripts/tools/jax_decode_windows.py RUN_DIR/job.json [--steps 5] [--windows 6]
 
   harness         bench.step() as the worker's timed windows run it (source, encoder, one jitted call per
-                  position, the tokens read back to the host at the end of each batch)
+                  position, the tokens stacked and left on the device)
   harness_gc_off  the same with Python's garbage collector off
   direct_read     dlbench's translate() on one batch already on the device (no source), read back per batch
   direct_no_read  the same calls without the read-back: synchronized at the window's end only, as the
-                  hand-written loop (yardsticks/bare_jax_transformer.py --mode infer) is
+                  harness and the hand-written loop (yardsticks/bare_jax_transformer.py --mode infer) are
   harness_again   the first kind once more (does the rate drift within the process?)
 
-Each harness window also gives per step the host's dispatch time (the step's start until the read-back
-begins) and the read-back time, XLA compile events (jax.monitoring) and garbage-collector pauses in it.
-A dispatch time close to the step's whole time, with a short read-back, means the host loop, not the GPU,
-sets the pace. The job must be a translation job with mode=infer and framework=jax.
+Each harness window also gives per step the host's dispatch time (the step's start until its last
+position is queued and the ids stacked), XLA compile events (jax.monitoring) and garbage-collector pauses
+in it. Dispatch times that add up to the window's time mean the host loop, not the GPU, sets the pace. The job must be a translation job with mode=infer and framework=jax.
 """
 
 from __future__ import annotations
@@ -82,22 +81,21 @@ def main() -> int:
     t0 = time.perf_counter()
     bench = backend.build(job)
     say(kind="build", s=time.perf_counter() - t0)
-    reads: list[tuple[float, float]] = []  # (when the read-back began, its seconds)
-    read_back = tj.JaxOps.to_numpy
+    queued: list[float] = []  # when each batch's last position was queued (its ids stacked)
+    stack = tj.JaxOps.stack
 
-    def timed_read(self: Any, columns: list) -> Any:
-        t = time.perf_counter()
-        out = read_back(self, columns)
-        reads.append((t, time.perf_counter() - t))
+    def timed_stack(self: Any, columns: list) -> Any:
+        out = stack(self, columns)
+        queued.append(time.perf_counter())
         return out
 
-    tj.JaxOps.to_numpy = timed_read
+    tj.JaxOps.stack = timed_stack
     warm_up(bench, job.schedule.warmup_steps, lambda *_, **__: None)
     say(kind="warm", compiles=watch.compiles)
 
     def harness(kind: str) -> None:
         for w in range(a.windows):
-            (c0, g0, n0), r0, u0 = watch.now(), len(reads), bench.units()
+            (c0, g0, n0), r0, u0 = watch.now(), len(queued), bench.units()
             starts = []
             t = time.perf_counter()
             for _ in range(a.steps):
@@ -106,10 +104,10 @@ def main() -> int:
             bench.sync()
             dt = time.perf_counter() - t
             c1, g1, n1 = watch.now()
-            done = reads[r0:]
+            done = queued[r0:]
             say(kind=kind, window=w, rate=(bench.units() - u0) / dt, s=dt,
-                dispatch_ms=[round(1e3 * (r[0] - s), 1) for r, s in zip(done, starts, strict=True)],
-                read_ms=[round(1e3 * r[1], 1) for r in done], compiles=c1 - c0,
+                dispatch_ms=[round(1e3 * (q - s), 1) for q, s in zip(done, starts, strict=True)],
+                compiles=c1 - c0,
                 gc_ms=round(1e3 * (g1 - g0), 2), gcs=n1 - n0)  # fmt: skip
 
     harness("harness")

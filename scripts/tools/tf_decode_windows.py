@@ -6,9 +6,10 @@ worker builds it: the same environment and CPU threads), then timed windows of f
     python scripts/tools/tf_decode_windows.py RUN_DIR/job.json [--steps 5] [--windows 4]
 
   harness          bench.step() as the worker's timed windows run it (source, encoder, one call per position
-                   inside the bench's device scope, the tokens read back at the end of each batch)
+                   inside the bench's device scope, the tokens left on the device)
   harness_gc_off   the same with Python's garbage collector off
-  direct_scope     the model's translate() on one batch already on the device, in the bench's device scope
+  direct_scope     the model's translate() on one batch already on the device, in the bench's device scope,
+                   the tokens left on the device as the bench's step leaves them
   direct_no_scope  the same without a device scope (as a hand-written loop calls it)
   harness_again    the first kind once more (does the rate drift within the process?)
 
@@ -101,7 +102,9 @@ def main() -> int:
             t = time.perf_counter()
             for _ in range(a.steps):
                 with tf.device(device) if device else contextlib.nullcontext():
-                    model.translate(src, length, check_every=0, jit_compile=model.decode_jit_compile)
+                    xla = model.decode_jit_compile
+                    model.translate(src, length, check_every=0, jit_compile=xla, read_back=False)
+            bench.sync()
             dt = time.perf_counter() - t
             say(kind=kind, rate=n * length * a.steps / dt, s=dt)
 

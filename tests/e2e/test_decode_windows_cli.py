@@ -67,8 +67,8 @@ def test_jax_windows_of_every_kind_on_a_tiny_decoding_job(cli):
         assert kinds.count(kind) == 2, kinds
     assert all(ln["rate"] > 0 for ln in lines if "rate" in ln)
     harness = [ln for ln in lines if ln["kind"].startswith("harness")]
-    for ln in harness:  # one dispatch and one read-back per batch, the read-back after the dispatch
-        assert len(ln["dispatch_ms"]) == len(ln["read_ms"]) == 2 and min(ln["dispatch_ms"]) > 0
+    for ln in harness:  # one dispatch per batch, each within the window's
+        assert len(ln["dispatch_ms"]) == 2 and 0 < sum(ln["dispatch_ms"]) <= 1e3 * ln["s"] + 1
         assert ln["compiles"] == 0  # warm-up compiled every shape
     done = lines[-1]
     assert done["kind"] == "done" and done["positions"] == 16 and done["sentences"] == 4

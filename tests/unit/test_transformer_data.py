@@ -182,6 +182,19 @@ def test_a_fused_step_that_pads_after_eos_itself_gives_the_same_ids():
         np.testing.assert_array_equal(greedy_decode(fused, 3, 4, check_every=every, fused=True), want)
 
 
+def test_without_read_back_the_loop_returns_every_column_it_decoded_uncut():
+    """read_back=False (every framework's inference step): the ids stay as the framework stacked them,
+    one column per position decoded, the PAD columns after every sentence's end not cut."""
+    script = {0: [7, EOS, 9, 9, 9], 1: [5, EOS, 8, 8, 8]}
+
+    def step(prev, t):
+        return np.array([script[i][t] for i in range(2)])
+
+    uncut = greedy_decode(step, batch=2, max_len=5, check_every=0, read_back=False)
+    np.testing.assert_array_equal(uncut, [[7, EOS, PAD, PAD, PAD], [5, EOS, PAD, PAD, PAD]])
+    np.testing.assert_array_equal(greedy_decode(step, batch=2, max_len=5, check_every=0), uncut[:, :2])
+
+
 def test_greedy_loop_stops_at_max_len_without_eos():
     ids = greedy_decode(lambda prev, t: np.full(2, 9), batch=2, max_len=5)
     assert ids.shape == (2, 5) and generated_tokens(ids) == 10

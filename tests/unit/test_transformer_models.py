@@ -59,7 +59,10 @@ with torch.no_grad():
     out["check_every_same"] = bool(np.array_equal(m.translate(T(src), MAX_LEN, check_every=5), ids))
     prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
     forced = m(T(src), T(prefix)).argmax(-1).numpy()
-arrays = dict(logits=logits.numpy(), ids=ids, forced=forced)
+    from dlbench.workloads.translation.torch import infer
+    on_device = infer(m, (T(src), T(np.zeros((3, MAX_LEN), "int32"))))  # the bench's infer step
+out["infer_host_on_device"] = isinstance(on_device, torch.Tensor)  # not a numpy copy
+arrays = dict(logits=logits.numpy(), ids=ids, forced=forced, infer_host=on_device.numpy())
 out["attention"] = ATTENTION
 # one plain SGD step at lr 1 without dropout: the weight change is minus the gradient
 m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0}).train()
@@ -88,9 +91,11 @@ out["xla_fixed_same"] = bool(np.array_equal(
     m.translate(src, MAX_LEN, check_every=0, jit_compile=True), m.translate(src, MAX_LEN, check_every=0)))
 import tensorflow as tf
 from dlbench.workloads.translation.tensorflow import infer
+host_loop = infer(m, (src, np.zeros((3, MAX_LEN), "int32")))  # the bench's infer step, graph mode
+out["infer_host_on_device"] = isinstance(host_loop, tf.Tensor)  # not a numpy copy
 m.decode_loop, m.decode_jit_compile = "device", True  # the bench's infer step: ids left on the device
 on_device = infer(m, (src, np.zeros((3, MAX_LEN), "int32")))
-out["infer_on_device"] = isinstance(on_device, tf.Tensor)  # not a numpy copy
+out["infer_on_device"] = isinstance(on_device, tf.Tensor)
 import re
 hlo = m._decode_all_fn.experimental_get_compiler_ir(tf.constant(src), MAX_LEN)(stage="optimized_hlo")
 body = next(c for c in re.split(r"\\n(?=\\S.*\\{\\n)", hlo) if "while_body" in c.split("\\n", 1)[0])
@@ -98,6 +103,7 @@ out["while_body_copies"] = re.findall(r"= (\\S+) copy\\(", body)
 arrays_one_call = {
     "one_call": m.translate(src, MAX_LEN, jit_compile=True, loop="device"),
     "infer_one_call": on_device.numpy(),
+    "infer_host": host_loop.numpy(),
     "one_call_short": m.translate(src, 3, jit_compile=True, loop="device"),
     "host_short": m.translate(src, 3, check_every=0),
 }
@@ -136,6 +142,11 @@ for fused in (True, False):
     prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
     arrays.update({"logits" + tag: logits.asnumpy(), "ids" + tag: ids,
                    "forced" + tag: m(A(src), A(prefix)).argmax(axis=-1).asnumpy()})
+    if fused:  # the bench's infer step
+        from dlbench.workloads.translation.mxnet import infer
+        on_device = infer(m, (A(src), A(np.zeros((3, MAX_LEN), "int32"))))
+        out["infer_host_on_device"] = isinstance(on_device, mx.nd.NDArray)  # not a numpy copy
+        arrays["infer_host"] = on_device.asnumpy()
 m = build_transformer(**{**tiny.kwargs(), "dropout": 0.0})
 load_neutral(m, weights)
 m.hybridize()
@@ -170,10 +181,14 @@ prefix = np.concatenate([np.full((3, 1), BOS), ids[:, :-1]], 1)
 forced = np.asarray(m.module.apply(m.variables, A(src), A(prefix)).argmax(-1))
 from dlbench.workloads.translation.jax import TranslationJax
 family = TranslationJax()
-family.decode_loop = "device"  # the bench's infer step: ids left on the device
+family.compile_infer(True)
+host_loop = family.infer(m, m.variables, (A(src), A(np.zeros((3, MAX_LEN), "int32"))))  # the bench's step
+out["infer_host_on_device"] = isinstance(host_loop, jax.Array)  # not a numpy copy
+family.decode_loop = "device"
 on_device = family.infer(m, m.variables, (A(src), A(np.zeros((3, MAX_LEN), "int32"))))
 out["infer_on_device"] = isinstance(on_device, jax.Array)
 arrays = dict(logits=np.asarray(logits), ids=ids, forced=forced, infer_one_call=np.asarray(on_device),
+              infer_host=np.asarray(host_loop),
               one_call=translate(m, m.variables, A(src), MAX_LEN, loop="device"),
               one_call_short=translate(m, m.variables, A(src), 3, loop="device"),
               host_short=translate(m, m.variables, A(src), 3, check_every=0))
@@ -295,6 +310,16 @@ def test_decoding_every_position_in_one_compiled_call_gives_the_host_loops_token
         assert arrays["host_short"].shape == (3, 3)
         np.testing.assert_array_equal(arrays["one_call_short"], arrays["host_short"], err_msg=fw)
         np.testing.assert_array_equal(arrays["one_call_short"], ref[:, :3], err_msg=fw)
+
+
+def test_the_inference_step_leaves_the_host_loops_ids_on_the_device(outputs):
+    """Every framework's infer step (the host loop, a call per position) returns the ids it stacked on the
+    device, not a numpy copy: reading them back would make the host wait for the whole decode before it
+    queues the next batch, which the hand-written loops never do. They are the tokens translate() gives."""
+    ref = outputs["torch"][1]["ids"]
+    for fw, (stats, arrays) in outputs.items():
+        assert stats["infer_host_on_device"], fw
+        np.testing.assert_array_equal(arrays["infer_host"], ref, err_msg=fw)
 
 
 def test_tf_one_call_decode_copies_no_cache_per_position(outputs):

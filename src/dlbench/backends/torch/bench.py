@@ -144,7 +144,7 @@ class TorchBench(SpecBench):
         finally:
             self.model.train(self.train)
         outs = tuple(
-            o if isinstance(o, np.ndarray) else o.float().cpu().numpy()  # numpy: e.g. decoded ids
+            o if isinstance(o, np.ndarray) else o.float().cpu().numpy()  # numpy: already on the host
             for o in (out if isinstance(out, (tuple, list)) else (out,))
         )
         return outs[0] if len(outs) == 1 else outs

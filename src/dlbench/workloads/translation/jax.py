@@ -296,15 +296,18 @@ def translate(
     check_every: int = 1,
     jit: bool = True,
     loop: str = "host",
-) -> np.ndarray:
+    read_back: bool = True,
+) -> Any:
     """Greedy decoding with cached keys/values (the shared greedy_decode loop, fused: PAD after EOS
     inside the step); the tokens stay on the device until the end. `loop="device"` (jit only) decodes
     every position in one jitted call (`_decode_all`): no early stop, the same tokens once the PAD columns
-    are cut, as the host loop cuts them."""
+    are cut, as the host loop cuts them. Returns numpy ids without the PAD columns; `read_back=False`
+    (the bench's inference step) leaves the uncut (B, steps) ids on the device (greedy_decode says why)."""
     if loop == "device":
         if not jit:
             raise ValueError("loop='device' decodes in one jitted call: it needs jit=True")
-        return trim_padding(np.asarray(_DECODE_ALL(net.module, variables, src, max_len)))
+        ids = _DECODE_ALL(net.module, variables, src, max_len)
+        return trim_padding(np.asarray(ids)) if read_back else ids
     start, position = _JITTED if jit else (_start, _position)
     keep, cross, caches = start(net.module, variables, src, max_len)
     positions = _positions(max_len, str(jax.config.jax_default_device))
@@ -314,7 +317,8 @@ def translate(
         ids, done, caches = position(net.module, variables, prev, done, positions[t], keep, caches, cross)
         return ids, done
 
-    return greedy_decode(step, int(src.shape[0]), max_len, JaxOps(), check_every, fused=True)
+    batch = int(src.shape[0])
+    return greedy_decode(step, batch, max_len, JaxOps(), check_every, fused=True, read_back=read_back)
 
 
 class JaxOps:
@@ -335,8 +339,11 @@ class JaxOps:
     def all(self, a: jax.Array) -> bool:
         return bool(jnp.all(a))
 
-    def to_numpy(self, columns: list[jax.Array]) -> np.ndarray:
-        return np.asarray(jnp.stack(columns, axis=1)).astype(np.int32)
+    def stack(self, columns: list[jax.Array]) -> jax.Array:
+        return jnp.stack(columns, axis=1)
+
+    def to_numpy(self, ids: jax.Array) -> np.ndarray:
+        return np.asarray(ids).astype(np.int32)
 
 
 def build_transformer(
@@ -421,13 +428,11 @@ class TranslationJax(JaxFamily):
 
     def infer(self, net: Network, variables: dict, inputs: tuple) -> Any:
         """Greedy decoding of every sentence for as many steps as the target side is long (no early
-        stop: every framework does the same work; workloads/translation/source.py counts it); with
-        model.decode_loop=device the ids are left on the device, unread."""
+        stop: every framework does the same work; workloads/translation/source.py counts it); the ids
+        are left on the device, unread (greedy_decode says why)."""
         src, tgt_in = inputs
-        max_len = int(tgt_in.shape[1])
-        if self.decode_loop == "device" and self.jit:  # the ids stay on the device (TF's infer says why)
-            return _DECODE_ALL(net.module, variables, src, max_len)
-        return translate(net, variables, src, max_len, check_every=0, jit=self.jit)
+        loop = self.decode_loop if self.jit else "host"
+        return translate(net, variables, src, int(tgt_in.shape[1]), 0, self.jit, loop, read_back=False)
 
     export_weights = staticmethod(neutral_weights)
     load_weights = staticmethod(load_neutral)

@@ -242,9 +242,9 @@ class Transformer(HybridBlock):
             x = layer(x, layer.cross_attn.kv(memory), src_bias, causal)
         return self._logits(F, x, embed_weight)
 
-    def translate(self, src: Any, max_len: int, check_every: int = 1) -> np.ndarray:
+    def translate(self, src: Any, max_len: int, check_every: int = 1, read_back: bool = True) -> Any:
         """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's loop);
-        the tokens stay on the device."""
+        the tokens stay on the device, and with `read_back=False` are returned there (an NDArray)."""
         ctx = src.context
         weight = self.embed_weight.data(ctx)
         memory, src_bias = self._encode(mx.nd, src, weight)
@@ -260,7 +260,7 @@ class Transformer(HybridBlock):
         with warnings.catch_warnings():
             # a hybridized cross-attention called alone does not use its kv projection (done once above)
             warnings.filterwarnings("ignore", r"Parameter .*cross_attn.* is not used", UserWarning)
-            return greedy_decode(step, src.shape[0], max_len, MXNetOps(ctx), check_every)
+            return greedy_decode(step, src.shape[0], max_len, MXNetOps(ctx), check_every, read_back=read_back)
 
 
 class MXNetOps:
@@ -284,8 +284,11 @@ class MXNetOps:
     def all(self, a: Any) -> bool:
         return bool(a.min().asscalar())
 
-    def to_numpy(self, columns: list[Any]) -> np.ndarray:
-        return mx.nd.stack(*columns, axis=1).asnumpy().astype(np.int32)
+    def stack(self, columns: list[Any]) -> Any:
+        return mx.nd.stack(*columns, axis=1)
+
+    def to_numpy(self, ids: Any) -> np.ndarray:
+        return ids.asnumpy().astype(np.int32)
 
 
 def build_transformer(fused_attention: bool = True, ctx: Any = None, **size: Any) -> Transformer:
@@ -315,11 +318,12 @@ def initialize(net: Transformer, cfg: TranslationConfig, ctx: Any) -> None:
     net.initialize(ctx=ctx)
 
 
-def infer(net: Transformer, inputs: tuple) -> np.ndarray:
+def infer(net: Transformer, inputs: tuple) -> Any:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
-    long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
+    long (no early stop: every framework does the same work; workloads/translation/source.py counts it);
+    the ids are left on the device (greedy_decode says why)."""
     src, tgt_in = inputs
-    return net.translate(src, tgt_in.shape[1], check_every=0)
+    return net.translate(src, tgt_in.shape[1], check_every=0, read_back=False)
 
 
 def run_facts(net: Transformer) -> dict[str, str]:

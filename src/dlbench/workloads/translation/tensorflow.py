@@ -282,8 +282,14 @@ class Transformer(keras.Model):
         return self._decode_all_fn(src, max_len)
 
     def translate(
-        self, src: Any, max_len: int, check_every: int = 1, jit_compile: bool = False, loop: str = "host"
-    ) -> np.ndarray:
+        self,
+        src: Any,
+        max_len: int,
+        check_every: int = 1,
+        jit_compile: bool = False,
+        loop: str = "host",
+        read_back: bool = True,
+    ) -> Any:
         """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's
         loop, fused: PAD after EOS inside the step, one call per position); the tokens stay on the device.
         Without XLA the encoder is one tf.function (as the yardstick's; run eagerly it cost about 4x its
@@ -291,11 +297,14 @@ class Transformer(keras.Model):
         cache lengths, then once more with a relaxed length: reduce_retracing). With `jit_compile` the encoder
         and the step are XLA-compiled, the step over fixed-length caches (one shape, one compilation):
         the same tokens. `loop="device"` (XLA only) decodes every position in one XLA call (`_decode_all`):
-        no early stop, the same tokens once the PAD columns are cut, as the host loop cuts them."""
+        no early stop, the same tokens once the PAD columns are cut, as the host loop cuts them.
+        Returns numpy ids without the PAD columns; `read_back=False` (the bench's inference step) leaves
+        the uncut (B, steps) ids on the device (greedy_decode says why)."""
         if loop == "device":
             if not jit_compile:
                 raise ValueError("loop='device' decodes in one XLA call: it needs jit_compile=True")
-            return trim_padding(ops.convert_to_numpy(self.decode_on_device(src, max_len)))
+            ids = self.decode_on_device(src, max_len)
+            return trim_padding(ops.convert_to_numpy(ids)) if read_back else ids
         s, heads = self.spec, self.spec.heads
         if jit_compile not in self._decode_fns:
             xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
@@ -319,7 +328,8 @@ class Transformer(keras.Model):
             ids, done, caches = step_fn(prev, done, tf.constant(t), caches, cross, keep)
             return ids, done
 
-        return greedy_decode(step, int(src.shape[0]), max_len, KerasOps(), check_every, fused=True)
+        batch = int(src.shape[0])
+        return greedy_decode(step, batch, max_len, KerasOps(), check_every, fused=True, read_back=read_back)
 
 
 class KerasOps:
@@ -340,8 +350,11 @@ class KerasOps:
     def all(self, a: Any) -> bool:
         return bool(ops.convert_to_numpy(ops.all(a)))
 
-    def to_numpy(self, columns: list[Any]) -> np.ndarray:
-        return ops.convert_to_numpy(ops.stack(columns, axis=1)).astype(np.int32)
+    def stack(self, columns: list[Any]) -> Any:
+        return ops.stack(columns, axis=1)
+
+    def to_numpy(self, ids: Any) -> np.ndarray:
+        return ops.convert_to_numpy(ids).astype(np.int32)
 
 
 def build_transformer(**size: Any) -> Transformer:
@@ -362,15 +375,13 @@ def build_model(cfg: TranslationConfig, float_dtype: str = "float32") -> Transfo
 def infer(model: Transformer, inputs: tuple) -> Any:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
     long (no early stop: every framework does the same work; workloads/translation/source.py counts it).
-    The host loop returns the ids read back; model.decode_loop=device leaves them on the device, as a
-    classifier's step leaves its logits (the bench reads them back where they are used: evaluation,
-    serving), since a read-back after every one-call decode made the host wait before launching the
-    next (about 5% of the decode's time on an H200)."""
+    The ids are left on the device, as a classifier's step leaves its logits (the bench reads them back
+    where they are used: evaluation, serving): a read-back after every batch made the host wait before
+    launching the next (about 5% of a one-call decode's time on an H200)."""
     src, tgt_in = inputs
-    if model.decode_loop == "device" and model.decode_jit_compile:
-        return model.decode_on_device(src, int(tgt_in.shape[1]))
+    steps, xla = int(tgt_in.shape[1]), model.decode_jit_compile
     return model.translate(
-        src, int(tgt_in.shape[1]), check_every=0, jit_compile=model.decode_jit_compile, loop=model.decode_loop
+        src, steps, check_every=0, jit_compile=xla, loop=model.decode_loop, read_back=False
     )
 
 

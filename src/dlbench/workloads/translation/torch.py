@@ -172,9 +172,11 @@ class Transformer(nn.Module):
         return self._logits(x)
 
     @torch.no_grad()
-    def translate(self, src: torch.Tensor, max_len: int, check_every: int = 1) -> np.ndarray:
+    def translate(
+        self, src: torch.Tensor, max_len: int, check_every: int = 1, read_back: bool = True
+    ) -> np.ndarray | torch.Tensor:
         """Greedy decoding with cached keys/values (dlbench.workloads.translation.transformer.greedy_decode's loop);
-        the tokens stay on the device."""
+        the tokens stay on the device, and with `read_back=False` are returned there."""
         memory, keep = self.encode(src)
         cross = [layer.cross_attn.keys_values(memory) for layer in self.dec]
         caches: list[dict] = [{} for _ in self.dec]
@@ -185,7 +187,9 @@ class Transformer(nn.Module):
                 x = layer.step(x, kv, keep, cache, t, max_len)
             return self._logits(x[:, 0]).argmax(-1)
 
-        return greedy_decode(step, src.shape[0], max_len, TorchOps(src.device), check_every)
+        return greedy_decode(
+            step, src.shape[0], max_len, TorchOps(src.device), check_every, read_back=read_back
+        )
 
 
 class TorchOps:
@@ -209,8 +213,11 @@ class TorchOps:
     def all(self, a: torch.Tensor) -> bool:
         return bool(a.all())
 
-    def to_numpy(self, columns: list[torch.Tensor]) -> np.ndarray:
-        return torch.stack(columns, 1).int().cpu().numpy()
+    def stack(self, columns: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack(columns, 1)
+
+    def to_numpy(self, ids: torch.Tensor) -> np.ndarray:
+        return ids.int().cpu().numpy()
 
 
 def build_transformer(**size: Any) -> Transformer:
@@ -223,11 +230,12 @@ def build_model(cfg: TranslationConfig) -> Transformer:
     return build_transformer(**model_size(cfg).kwargs())
 
 
-def infer(model: Transformer, inputs: tuple) -> np.ndarray:
+def infer(model: Transformer, inputs: tuple) -> torch.Tensor:
     """The inference step: greedy decoding of every sentence for as many steps as the target side is
-    long (no early stop: every framework does the same work; workloads/translation/source.py counts it)."""
+    long (no early stop: every framework does the same work; workloads/translation/source.py counts it);
+    the ids are left on the device (greedy_decode says why)."""
     src, tgt_in = inputs
-    return model.translate(src, tgt_in.shape[1], check_every=0)
+    return model.translate(src, tgt_in.shape[1], check_every=0, read_back=False)
 
 
 def run_facts(model: Transformer) -> dict[str, str]:

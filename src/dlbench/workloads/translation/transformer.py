@@ -161,7 +161,8 @@ class DecodeOps(Protocol):
     def equal(self, a: Any, value: int) -> Any: ...
     def logical_or(self, a: Any, b: Any) -> Any: ...
     def all(self, a: Any) -> bool: ...
-    def to_numpy(self, columns: list[Any]) -> np.ndarray: ...
+    def stack(self, columns: list[Any]) -> Any: ...
+    def to_numpy(self, ids: Any) -> np.ndarray: ...
 
 
 class NumpyOps:
@@ -182,8 +183,11 @@ class NumpyOps:
     def all(self, a: np.ndarray) -> bool:
         return bool(a.all())
 
-    def to_numpy(self, columns: list[np.ndarray]) -> np.ndarray:
-        return np.stack(columns, 1).astype(np.int32)
+    def stack(self, columns: list[np.ndarray]) -> np.ndarray:
+        return np.stack(columns, 1)
+
+    def to_numpy(self, ids: np.ndarray) -> np.ndarray:
+        return np.asarray(ids, dtype=np.int32)
 
 
 def greedy_decode(
@@ -193,7 +197,8 @@ def greedy_decode(
     ops: DecodeOps | None = None,
     check_every: int = 1,
     fused: bool = False,
-) -> np.ndarray:
+    read_back: bool = True,
+) -> Any:
     """The decoding loop every framework shares. `step(prev_ids, t)` feeds each sentence's previous
     token (BOS first) at position t to the decoder, which extends its own key/value cache, and returns
     the argmax ids. Sentences that produced EOS get PAD afterwards. The loop stops after max_len tokens,
@@ -202,7 +207,10 @@ def greedy_decode(
     which are cut off; 0 = never: exactly max_len steps, the fixed work a throughput benchmark times).
     `fused`: `step(prev_ids, done, t)` itself puts PAD after EOS and returns (ids, done), inside one
     compiled call, so each position costs one dispatch from the host instead of four.
-    Returns (batch, steps) int32 ids."""
+    Returns (batch, steps) int32 ids as numpy, PAD columns cut; `read_back=False` returns them uncut,
+    stacked on the device, unread: the inference step's output, as a classifier's step leaves its logits.
+    Reading them back waits for the decode to finish, so the host could not queue the next batch's
+    positions meanwhile (the hand-written loops, yardsticks/bare_*transformer.py, never read back)."""
     ops = ops or NumpyOps()
     pad = ops.full(batch, PAD)
     prev = ops.full(batch, BOS)
@@ -218,7 +226,8 @@ def greedy_decode(
         prev = nxt
         if check_every and (t + 1) % check_every == 0 and ops.all(done):
             break
-    return trim_padding(ops.to_numpy(columns))
+    ids = ops.stack(columns)
+    return trim_padding(ops.to_numpy(ids)) if read_back else ids
 
 
 def trim_padding(ids: np.ndarray) -> np.ndarray:
