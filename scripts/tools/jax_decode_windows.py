@@ -14,7 +14,8 @@ worker builds it), then timed windows of five kinds in one process, one `WINDOW 
 
 Each harness window also gives per step the host's dispatch time (the step's start until its last
 position is queued and the ids stacked), XLA compile events (jax.monitoring) and garbage-collector pauses
-in it. Dispatch times that add up to the window's time mean the host loop, not the GPU, sets the pace. The job must be a translation job with mode=infer and framework=jax.
+in it. Dispatch times that add up to the window's time mean the host loop, not the GPU, sets the pace.
+The job must be a translation job with mode=infer and framework=jax.
 """
 
 from __future__ import annotations

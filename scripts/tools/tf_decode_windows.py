@@ -96,13 +96,13 @@ def main() -> int:
 
     src, tgt_in = bench.source.next().inputs
     length, n, model = int(tgt_in.shape[1]), int(src.shape[0]), bench.model
+    xla = model.decode_jit_compile
 
     def direct(kind: str, device: str | None) -> None:
         for _ in range(a.windows):
             t = time.perf_counter()
             for _ in range(a.steps):
                 with tf.device(device) if device else contextlib.nullcontext():
-                    xla = model.decode_jit_compile
                     model.translate(src, length, check_every=0, jit_compile=xla, read_back=False)
             bench.sync()
             dt = time.perf_counter() - t

@@ -431,8 +431,8 @@ class TranslationJax(JaxFamily):
         stop: every framework does the same work; workloads/translation/source.py counts it); the ids
         are left on the device, unread (greedy_decode says why)."""
         src, tgt_in = inputs
-        loop = self.decode_loop if self.jit else "host"
-        return translate(net, variables, src, int(tgt_in.shape[1]), 0, self.jit, loop, read_back=False)
+        steps, loop = int(tgt_in.shape[1]), self.decode_loop if self.jit else "host"
+        return translate(net, variables, src, steps, check_every=0, jit=self.jit, loop=loop, read_back=False)
 
     export_weights = staticmethod(neutral_weights)
     load_weights = staticmethod(load_neutral)
