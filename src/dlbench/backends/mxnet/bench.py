@@ -225,13 +225,11 @@ class MXNetBench(SpecBench):
 
 
 def _float32_host(out: Any) -> np.ndarray:
-    """One output as float32 numpy (a numpy one, e.g. decoded ids, as it is). amp_cast casts floating
+    """One output as float32 numpy. amp_cast casts floating
     arrays only: MKLDNN refuses an integer one (SSD's NMS labels, model.postprocess=true), so that one is
     read back first and cast by numpy. bfloat16 is floating though its numpy dtype is AMP's record of one
     uint16: read back as it is, its bits became the "values" (every negative logit above every positive
     one, so an argmax picked the least likely class)."""
-    if isinstance(out, np.ndarray):
-        return out
     if dtype_name(out.dtype) == "bfloat16" or np.issubdtype(np.dtype(out.dtype), np.floating):
         return mx.nd.amp_cast(out, dtype=np.float32).asnumpy()
     return out.asnumpy().astype(np.float32)

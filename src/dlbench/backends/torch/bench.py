@@ -143,10 +143,7 @@ class TorchBench(SpecBench):
                 out = self.family.infer(self.run_model, inputs)
         finally:
             self.model.train(self.train)
-        outs = tuple(
-            o if isinstance(o, np.ndarray) else o.float().cpu().numpy()  # numpy: already on the host
-            for o in (out if isinstance(out, (tuple, list)) else (out,))
-        )
+        outs = tuple(o.float().cpu().numpy() for o in (out if isinstance(out, (tuple, list)) else (out,)))
         return outs[0] if len(outs) == 1 else outs
 
     def sync(self) -> None:
