@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Store Z27, command 3 (PyTorch, JAX): the torch.compile SSD300 yardstick (its harness cell is store Z25's);
+# Store Z28, command 3 (PyTorch, JAX): the torch.compile SSD300 yardstick (its harness cell is store Z25's);
 # Transformer greedy decoding (mode=infer): JAX in one jitted call per batch (model.decode_loop=device) and
 # PyTorch eager, each beside its plain loop.
 . results/h200/commands_z24/lib.sh

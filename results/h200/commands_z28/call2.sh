@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Store Z27, command 2 (JAX): ResNet-50 at batch 256 (train, infer) and SSD300 at batch 128 (train), AMP,
+# Store Z28, command 2 (JAX): ResNet-50 at batch 256 (train, infer) and SSD300 at batch 128 (train), AMP,
 # jax.jit, each beside its plain Flax/Optax loop in the same command.
 . results/h200/commands_z24/lib.sh
 wheels || exit 1

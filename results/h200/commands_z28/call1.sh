@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Store Z27, command 1 (PyTorch): dlbench's dependencies, then ResNet-50 at batch 256, AMP, train and infer,
+# Store Z28, command 1 (PyTorch): dlbench's dependencies, then ResNet-50 at batch 256, AMP, train and infer,
 # eager and torch.compile, each beside its plain-PyTorch loop (yardsticks/bare_loop.py) in the same command.
 . results/h200/commands_z24/lib.sh
 wheels || exit 1
