@@ -185,6 +185,26 @@ def test_page_pairs_every_yardstick_with_the_harness_job_of_its_configuration(tm
     ]  # fmt: skip
 
 
+def test_three_or_more_yardstick_runs_add_the_ratio_to_their_median(tmp_path):
+    """A host-bound cell timed alternately (yardstick, harness, yardstick, ...) has yardstick runs that spread
+    more than the goal: with three or more, the line gives the ratio to their median beside the range; with
+    two, the range alone."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    log_job(client, eid, "transformer", "infer", "amp", 27000.0, tokens=40960)
+    log_job(client, eid, "ncf", "infer", "amp", 190.0e6, batch=1048576)
+    decode = {"model": "transformer", "mode": "infer", "precision": "amp", "compile": False,
+              "batch_tokens": 40960, "unit": "generated tokens/s", "loss_finite": True}  # fmt: skip
+    ncf = {"model": "ncf", "mode": "infer", "precision": "amp", "compile": False, "batch": 1048576,
+           "unit": "samples/s", "loss_finite": True}  # fmt: skip
+    bare = [decode | {"throughput": t} for t in (26000.0, 31000.0, 28000.0, 30000.0)]
+    bare += [ncf | {"throughput": t} for t in (200.0e6, 180.0e6)]
+    assert page_lines(tmp_path, db, "s", bare, "harness") == [
+        "- [s] harness vs hand-written loop, PyTorch NCF AMP infer: 190,000,000 vs 180,000,000–200,000,000 samples/s = 95.0–105.6% (goal ≥ 99%).",
+        "- [s] harness vs hand-written loop, PyTorch Transformer AMP infer: 27,000 vs 26,000–31,000 generated tokens/s = 87.1–103.8%, 93.1% of their median 29,000 (goal ≥ 99%).",
+    ]  # fmt: skip
+
+
 def test_dali_fed_ssd300_pairs_with_synthetic_ssd300_and_names_its_decoder(tmp_path):
     db = tmp_path / "mlflow.db"
     client, eid = open_store(f"sqlite:///{db}", "dlbench")
