@@ -123,3 +123,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(
         f"dlbench: {len(skipped)} skipped: {parts} (bash .ci/run installs what they need, as root)"
     )
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Tests that load TensorFlow into this process (the `tf_models` fixture builds yardstick networks here)
+    run last, whatever order the paths were given in: torch's triton, which a later torch.compile test loads,
+    segfaults in a process that has TensorFlow. Every other test keeps TF in a subprocess."""
+    items.sort(key=lambda item: "tf_models" in getattr(item, "fixturenames", ()))
