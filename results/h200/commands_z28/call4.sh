@@ -5,18 +5,13 @@
 # neighbours and the page the median of each side.
 . results/h200/commands_z24/lib.sh
 tf_install || exit 1
+E=(+experiment=frameworks_gpu precision=amp model=transformer mode=infer pythons.tf=/tmp/tfpy framework=tf
+   execution=eager)
 Y=(/tmp/tfpy yardsticks/bare_tf_transformer.py --device cuda --precision amp --batch-tokens 40960 --min-len 64
    --max-len 64 --mode infer --warmup 5 --steps 5 --windows 5)
-harness() {  # a fresh harness job each time (resume=false: an identical finished run is not reused)
-  stamp "dec_tfg_$1"
-  timeout -s INT "$(cap 110)" python3 src/run.py -m "${C[@]}" resume=false "hydra.sweep.dir=$W/sweeps/dec_tfg_$1" \
-    +experiment=frameworks_gpu precision=amp model=transformer mode=infer pythons.tf=/tmp/tfpy framework=tf \
-    execution=eager >>"$W/logs/dec_tfg_$1.log" 2>&1
-  grep -E "/s \(|FAILED|rror" "$W/logs/dec_tfg_$1.log" | grep -v "window [0-9]\|submitit" | tail -3
-}
 bare 80 "${Y[@]}"
-harness 1
+fresh dec_tfg_1 110 "${E[@]}"
 bare 80 "${Y[@]}"
-harness 2
+fresh dec_tfg_2 110 "${E[@]}"
 bare 80 "${Y[@]}"
 finish

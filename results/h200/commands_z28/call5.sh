@@ -6,21 +6,14 @@
 # sparse gradients' rows only (SparseLossScaleOptimizer in both), so this measures the cell anew.
 . results/h200/commands_z24/lib.sh
 tf_install || exit 1
+E=(+experiment=frameworks_gpu precision=amp model=ncf mode=train pythons.tf=/tmp/tfpy framework=tf)
 TB=(--device cuda --precision amp --mode train)
 Y=(/tmp/tfpy yardsticks/bare_tf_ncf.py "${TB[@]}" --warmup 20 --steps 10 --windows 5)
-harness() {  # a fresh harness job each time (resume=false: an identical finished run is not reused)
-  stamp "ncf_tfg_$1"
-  timeout -s INT "$(cap 110)" python3 src/run.py -m "${C[@]}" resume=false "hydra.sweep.dir=$W/sweeps/ncf_tfg_$1" \
-    +experiment=frameworks_gpu precision=amp model=ncf mode=train pythons.tf=/tmp/tfpy framework=tf \
-    execution=eager >>"$W/logs/ncf_tfg_$1.log" 2>&1
-  grep -E "/s \(|FAILED|rror" "$W/logs/ncf_tfg_$1.log" | grep -v "window [0-9]\|submitit" | tail -3
-}
 bare 70 "${Y[@]}"
-harness 1
+fresh ncf_tfg_1 110 "${E[@]}" execution=eager
 bare 70 "${Y[@]}"
-harness 2
+fresh ncf_tfg_2 110 "${E[@]}" execution=eager
 bare 70 "${Y[@]}"
-sweep ncf_tfx 90 +experiment=frameworks_gpu precision=amp model=ncf mode=train pythons.tf=/tmp/tfpy framework=tf \
-  execution=compiled
+sweep ncf_tfx 90 "${E[@]}" execution=compiled
 bare 60 /tmp/tfpy yardsticks/bare_tf_ncf.py "${TB[@]}" --xla --steps 50 --windows 5
 finish
