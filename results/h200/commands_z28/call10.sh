@@ -7,6 +7,7 @@ tf_install || exit 1
 E=(+experiment=frameworks_gpu precision=amp model=ncf mode=train,infer)
 TB=(--device cuda --precision amp --batch 1048576 --steps 50 --windows 5)
 sweep ncfa_torch 110 "${E[@]}" framework=torch execution=eager,compiled
+bare 40 python3 yardsticks/bare_ncf.py "${TB[@]}" --mode train,infer
 bare 70 python3 yardsticks/bare_ncf.py "${TB[@]}" --mode train,infer --compile
 sweep ncfa_jax 50 "${E[@]}" framework=jax execution=compiled
 bare 30 python3 yardsticks/bare_jax_ncf.py "${TB[@]}" --mode train,infer
