@@ -9,7 +9,6 @@ TensorFlow runs in a subprocess, as in test_backend_tf.py (TF and torch's triton
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import pytest
 
@@ -107,9 +106,7 @@ print("STATS " + json.dumps(out))
 def stats() -> dict:
     env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    return run_snippet(
-        SCRIPT.replace("sys.argv[1]", repr(str(ROOT / "yardsticks"))), env, python=sys.executable
-    )
+    return run_snippet(SCRIPT.replace("sys.argv[1]", repr(str(ROOT / "yardsticks"))), env)
 
 
 def test_keras_check_puts_a_host_only_scatter_per_table_and_dlbench_none(stats: dict) -> None:

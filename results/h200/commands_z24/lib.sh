@@ -40,14 +40,10 @@ for l in sys.stdin:
 }
 sweep() {  # sweep NAME CAP OVERRIDES...: SIGINT at the cap (finished jobs are kept; resume=true reuses them)
   local name=$1 c; c=$(cap "$2"); shift 2; [ "$c" -ge 10 ] || { echo "SKIP $name"; return; }; stamp "sweep $name (cap $c s)"
-  timeout -s INT "$c" python3 src/run.py -m "${C[@]}" resume=true "hydra.sweep.dir=$W/sweeps/$name" "$@" >>"$W/logs/$name.log" 2>&1
+  timeout -s INT "$c" python3 src/run.py -m "${C[@]}" "resume=${RESUME:-true}" "hydra.sweep.dir=$W/sweeps/$name" "$@" >>"$W/logs/$name.log" 2>&1
   grep -E "/s \(|FAILED|KILLED|rror|steps per window" "$W/logs/$name.log" | grep -v "window [0-9]" | cut -c1-220 | tail -12
 }
-fresh() {  # fresh NAME CAP OVERRIDES...: one sweep that never reuses a finished run (resume=false), for repeats
-  local name=$1 c; c=$(cap "$2"); shift 2; [ "$c" -ge 10 ] || { echo "SKIP $name"; return; }; stamp "fresh $name (cap $c s)"
-  timeout -s INT "$c" python3 src/run.py -m "${C[@]}" resume=false "hydra.sweep.dir=$W/sweeps/$name" "$@" >>"$W/logs/$name.log" 2>&1
-  grep -E "/s \(|FAILED|KILLED|rror" "$W/logs/$name.log" | grep -v "window [0-9]\|submitit" | cut -c1-220 | tail -3
-}
+fresh() { RESUME=false sweep "$@"; }  # fresh NAME CAP OVERRIDES...: a sweep that never reuses a finished run, for repeats
 finish() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader >>"$W/logs/gpu.txt" 2>&1
   python3 -c "import sqlite3;c=sqlite3.connect('$W/mlflow.db');print(c.execute('select status,count(*) from runs group by status').fetchall())" 2>/dev/null
