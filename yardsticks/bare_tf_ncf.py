@@ -43,13 +43,15 @@ def neumf(users: int, items: int, factors: int = 64, mlp=(256, 256, 128, 64)) ->
     def normal():  # one per table: a shared Keras 3 instance draws every table from one seed
         return keras.initializers.RandomNormal(stddev=0.01)
 
+    # looked up as int64: on a GPU TF keeps int32 comparisons, arithmetic and reshapes in host memory
+    uid, iid = keras.ops.cast(user, "int64"), keras.ops.cast(item, "int64")
     mf = layers.Multiply()(
-        [layers.Embedding(users, factors, embeddings_initializer=normal())(user),
-         layers.Embedding(items, factors, embeddings_initializer=normal())(item)]
+        [layers.Embedding(users, factors, embeddings_initializer=normal())(uid),
+         layers.Embedding(items, factors, embeddings_initializer=normal())(iid)]
     )  # fmt: skip
     x = layers.Concatenate()(
-        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal())(user),
-         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal())(item)]
+        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal())(uid),
+         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal())(iid)]
     )  # fmt: skip
     for fan_in, width in zip(mlp[:-1], mlp[1:], strict=True):
         x = layers.Dense(
@@ -86,8 +88,9 @@ def run(a: argparse.Namespace) -> int:
         if train:
 
             def loss_of(m, users, items):
+                users, items = tf.cast(users, tf.int64), tf.cast(items, tf.int64)  # int32 concat: on the host
                 count = tf.shape(users)[0] * k
-                negatives = tf.random.uniform([count], 0, num_items, dtype=items.dtype)
+                negatives = tf.random.uniform([count], 0, num_items, dtype=tf.int64)
                 labels = tf.concat([tf.ones(tf.shape(users), tf.float32), tf.zeros([count], tf.float32)], 0)
                 logits = m(
                     [tf.concat([users, tf.tile(users, [k])], 0), tf.concat([items, negatives], 0)],

@@ -86,6 +86,7 @@ def multibox_loss(ploc, pconf, gloc, glabel):
     """DLE's multibox loss on pre-encoded offsets, in float32: Smooth-L1 on positive boxes + cross-entropy on
     positives and the 3x as many hardest negatives, per image divided by its positives, batch mean."""
     ploc, pconf = tf.cast(ploc, tf.float32), tf.cast(pconf, tf.float32)
+    glabel = tf.cast(glabel, tf.int64)  # int32 comparisons stay in host memory on a GPU, outside XLA
     mask = glabel > 0
     maskf = tf.cast(mask, tf.float32)
     pos_num = tf.reduce_sum(maskf, 1)
@@ -93,7 +94,8 @@ def multibox_loss(ploc, pconf, gloc, glabel):
     sl1 = tf.reduce_sum(maskf * tf.reduce_sum(tf.where(diff < 1.0, 0.5 * diff * diff, diff - 0.5), 1), 1)
     con = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=glabel, logits=tf.transpose(pconf, (0, 2, 1)))
     con_neg = tf.where(mask, tf.zeros_like(con), tf.stop_gradient(con))
-    rank = tf.argsort(tf.argsort(con_neg, axis=1, direction="DESCENDING"), axis=1)
+    order = tf.argsort(con_neg, axis=1, direction="DESCENDING")
+    rank = tf.argsort(tf.cast(order, tf.float32), axis=1)  # as float32 (exact): int32 would sort on the host
     neg_num = tf.minimum(3.0 * pos_num, tf.cast(tf.shape(mask)[1], tf.float32))[:, None]
     chosen = tf.logical_or(mask, tf.cast(rank, tf.float32) < neg_num)
     closs = tf.reduce_sum(con * tf.cast(chosen, tf.float32), 1)

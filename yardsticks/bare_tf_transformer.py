@@ -159,13 +159,14 @@ class Transformer(keras.Model):
         self.drop = layers.Dropout(dropout)
 
     def embed_at(self, ids, start=0, training: bool = False):
-        x = self.embed(ids)
+        x = self.embed(tf.cast(ids, tf.int64))  # int64: see encode
         pe = tf.cast(tf.gather(self.pe, start + tf.range(tf.shape(ids)[1])), x.dtype)  # XLA: static size
         return self.drop(x * math.sqrt(self.d) + pe, training=training)
 
     def encode(self, src, masked: bool, training: bool = False):
-        """Each decoder layer's cross-attention keys/values of the encoder output, and the key mask."""
-        mask = tf.not_equal(src, PAD)[:, None, None, :] if masked else None
+        """Each decoder layer's cross-attention keys/values of the encoder output, and the key mask. Ids are
+        compared and looked up as int64: on a GPU TF keeps int32 comparisons and arithmetic in host memory."""
+        mask = tf.not_equal(tf.cast(src, tf.int64), PAD)[:, None, None, :] if masked else None
         x = self.embed_at(src, training=training)
         for layer in self.enc:
             x = layer(x, mask, training=training)
@@ -238,6 +239,7 @@ def fixed_cache(a: argparse.Namespace) -> bool:
 
 def label_smoothed_ce(logits, labels, eps: float = 0.1):
     logp = tf.nn.log_softmax(tf.cast(logits, tf.float32), -1)
+    labels = tf.cast(labels, tf.int64)  # int32 stays in host memory on a GPU (encode)
     nll = -ops.squeeze(ops.take_along_axis(logp, labels[..., None], axis=-1), -1)
     per_token = (1.0 - eps) * nll - eps * tf.reduce_mean(logp, -1)
     keep = tf.cast(tf.not_equal(labels, PAD), tf.float32)

@@ -8,6 +8,13 @@ its step is traced here on the CPU; each node of the graph, nested functions inc
 kernel registry, the same for every machine of one TF build. A control traces NCF with Keras's own
 LossScaleOptimizer and must find its four host-only scatters, or the check itself is broken.
 
+A GPU kernel can also keep some of its arguments in host memory: TF's int32 comparisons, arithmetic and
+reshapes on a GPU run on the host, so an int32 tensor of the batch's size bound to one (Keras's negative-index
+fix-up in every embedding lookup, SSD's label mask, the second argsort of its hard-negative ranking) is copied
+off the GPU and back every step. No step may bind a tensor of more than 16 elements that way, nor may the
+yardsticks' own pieces (their pairs would be like for like, but both slow); a plain Keras lookup on int32
+ids is the control that must be caught.
+
 TensorFlow runs in a subprocess, as in test_backend_tf.py (TF and torch's triton must not share a process).
 """
 
@@ -19,7 +26,7 @@ import json
 import pytest
 
 from tests.conftest import CONF
-from tests.worker_jobs import run_snippet, worker_env
+from tests.worker_jobs import ROOT, run_snippet, worker_env
 
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("tensorflow is not installed in this interpreter", allow_module_level=True)
@@ -37,12 +44,14 @@ import tensorflow as tf
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from tensorflow.python.framework import kernels
+import sys
 import dlbench.backends.tensorflow.bench as bench_module
 from dlbench.backends.tensorflow.precision import TFPrecision
 from dlbench.config import JobConfig, register_configs
 from dlbench.core.precision import plan_precision
 
 CONF, CELLS = __CONF__, json.loads(__CELLS__)
+sys.path.insert(0, __YARDSTICKS__)
 # the plan a GPU gets (amp: float16 and dynamic loss scaling), for a bench built on this CPU
 bench_module.plan_precision = lambda cfg, kind: plan_precision(cfg, "cuda")
 register_configs()
@@ -73,6 +82,42 @@ def host_only(graph_def):
     })
     return found, len(nodes)
 
+def graphs(g):
+    yield g
+    for f in g._functions.values():
+        inner = getattr(f, "graph", None)
+        if inner is not None:
+            yield from graphs(inner)
+
+def bound(op, arg):
+    # the tensors of op bound to its op-def argument `arg` (an input or an output, lists included)
+    for args, tensors in ((op.op_def.input_arg, list(op.inputs)), (op.op_def.output_arg, list(op.outputs))):
+        at = 0
+        for a in args:
+            n = op.get_attr(a.number_attr) if a.number_attr else (
+                len(op.get_attr(a.type_list_attr)) if a.type_list_attr else 1)
+            if a.name == arg:
+                return tensors[at:at + n]
+            at += n
+    return []
+
+def fits_op(op, kernel):
+    node = op.node_def
+    return fits(node, kernel)
+
+def host_memory(graph):
+    found = set()
+    for g in graphs(graph):
+        for op in g.get_operations():
+            ks = [k for k in gpu_kernels(op.type) if fits_op(op, k)]
+            ks = [k for k in ks if k.device_type == "GPU"] or ks
+            for arg in (ks[0].host_memory_arg if ks else ()):
+                for t in bound(op, arg):
+                    n = t.shape.num_elements()
+                    if n is not None and n > 16:
+                        found.add(f"{op.type}({t.dtype.name}{t.shape.as_list()}:{arg})")
+    return sorted(found)
+
 def trace(model, precision, mode):
     overrides = [f"model={model}", "framework=tf", "+experiment=smoke", "device=cpu", f"precision={precision}",
                  f"mode={mode}"]
@@ -81,16 +126,35 @@ def trace(model, precision, mode):
     bench = bench_module.TFBench(job)
     batch = bench.source.next()
     with bench._placed():
-        graph = bench._step.get_concrete_function(batch.inputs, batch.targets).graph.as_graph_def()
-    found, nodes = host_only(graph)
+        fn_graph = bench._step.get_concrete_function(batch.inputs, batch.targets).graph
+    found, nodes = host_only(fn_graph.as_graph_def())
     keras.backend.clear_session()
-    return {"host_only": found, "nodes": nodes, "policy": bench.prec.policy,
+    return {"host_only": found, "host_memory": host_memory(fn_graph), "nodes": nodes, "policy": bench.prec.policy,
             "optimizer": type(bench.opt).__name__ if bench.opt is not None else None}
 
 out = {"/".join(cell): trace(*cell) for cell in CELLS}
 TFPrecision.wrap_optimizer = (
     lambda self, opt: keras.optimizers.LossScaleOptimizer(opt) if self.loss_scaling else opt)
 out["control"] = trace("ncf", "amp", "train")
+
+def traced_graph(fn, *specs):
+    return tf.function(fn).get_concrete_function(*specs).graph
+
+import bare_tf_ncf, bare_tf_ssd300, bare_tf_transformer
+ids = tf.TensorSpec([64], tf.int32)
+ncf = bare_tf_ncf.neumf(100, 50)
+tr = bare_tf_transformer.Transformer(vocab=64, d=16, heads=2, d_ff=32, layers_=1, max_len=32)
+toks = tf.TensorSpec([4, 16], tf.int32)
+lookup = keras.layers.Embedding(100, 8)
+out["yardsticks"] = {
+    "ncf": host_memory(traced_graph(lambda u, i: ncf([u, i], training=False), ids, ids)),
+    "ssd300": host_memory(traced_graph(
+        bare_tf_ssd300.multibox_loss, tf.TensorSpec([2, 4, 108]), tf.TensorSpec([2, 81, 108]),
+        tf.TensorSpec([2, 4, 108]), tf.TensorSpec([2, 108], tf.int32))),
+    "transformer": host_memory(traced_graph(
+        lambda s, t, l: bare_tf_transformer.label_smoothed_ce(tr((s, t), training=True), l), toks, toks, toks)),
+    "control": host_memory(traced_graph(lambda u: lookup(u), ids)),
+}
 print("STATS " + json.dumps(out))
 """
 
@@ -99,14 +163,18 @@ print("STATS " + json.dumps(out))
 def traced() -> dict:
     env = worker_env(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    script = SCRIPT.replace("__CONF__", repr(str(CONF))).replace("__CELLS__", repr(json.dumps(CELLS)))
+    script = (
+        SCRIPT.replace("__CONF__", repr(str(CONF)))
+        .replace("__CELLS__", repr(json.dumps(CELLS)))
+        .replace("__YARDSTICKS__", repr(str(ROOT / "yardsticks")))
+    )
     return run_snippet(script, env)
 
 
 def test_the_check_finds_keras_host_only_scatters(traced: dict) -> None:
     control = traced["control"]
     assert control["optimizer"] == "LossScaleOptimizer"
-    assert control["host_only"] == ["TensorScatterUpdate(bool,int32)"]
+    assert control["host_only"] == ["TensorScatterUpdate(bool,int64)"]  # the int64 ids the model looks up
 
 
 @pytest.mark.parametrize(("model", "precision", "mode"), CELLS)
@@ -119,3 +187,16 @@ def test_every_op_of_the_step_has_a_gpu_kernel(traced: dict, model: str, precisi
     if precision == "amp":
         assert cell["policy"] == "mixed_float16"
         assert mode == "infer" or cell["optimizer"] == "SparseLossScaleOptimizer"
+    assert cell["host_memory"] == [], (
+        f"{model} {precision} {mode} on a GPU would copy these to the host every step: {cell['host_memory']}"
+    )
+
+
+def test_the_check_finds_a_keras_lookup_of_int32_ids_in_host_memory(traced: dict) -> None:
+    control = traced["yardsticks"]["control"]
+    assert "Less(int32[64]:x)" in control and "AddV2(int32[64]:z)" in control, control
+
+
+@pytest.mark.parametrize("workload", ["ncf", "ssd300", "transformer"])
+def test_the_yardsticks_keep_no_batch_tensor_in_host_memory(traced: dict, workload: str) -> None:
+    assert traced["yardsticks"][workload] == []

@@ -107,9 +107,12 @@ def ssd300(
 
 def ssd_loss(ploc, pconf, gloc, glabel):
     """The torch backend's ssd_loss, op for op: Smooth-L1 on positives, cross-entropy on positives and the
-    3x hardest negatives (rank from a double argsort), per-image normalisation by the positive count."""
+    3x hardest negatives (rank from a double argsort), per-image normalisation by the positive count.
+    No int32 tensor of the batch's size: TF's GPU kernels of int32 comparisons and arithmetic keep their
+    tensors in host memory, so outside XLA they went to the host and back every step (labels are int64, and
+    the second argsort sorts the order as float32, exact below 2^24 anchors)."""
     ploc, pconf, gloc = (tf.cast(t, tf.float32) for t in (ploc, pconf, gloc))
-    glabel = tf.cast(glabel, tf.int32)
+    glabel = tf.cast(glabel, tf.int64)
     mask = glabel > 0
     maskf = tf.cast(mask, tf.float32)
     pos_num = tf.reduce_sum(maskf, 1)
@@ -119,7 +122,7 @@ def ssd_loss(ploc, pconf, gloc, glabel):
     con = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=glabel, logits=tf.transpose(pconf, (0, 2, 1)))
     con_neg = tf.where(mask, tf.zeros_like(con), tf.stop_gradient(con))
     order = tf.argsort(con_neg, axis=1, direction="DESCENDING")
-    rank = tf.argsort(order, axis=1)
+    rank = tf.argsort(tf.cast(order, tf.float32), axis=1)
     neg_num = tf.minimum(NEG_POS_RATIO * pos_num, tf.cast(tf.shape(mask)[1], tf.float32))[:, None]
     chosen = tf.logical_or(mask, tf.cast(rank, tf.float32) < neg_num)
     closs = tf.reduce_sum(con * tf.cast(chosen, tf.float32), 1)

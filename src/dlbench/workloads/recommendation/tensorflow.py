@@ -65,8 +65,12 @@ def _neumf(
         )
         for name in EMBEDDINGS
     }
-    gmf = layers.Multiply(name="gmf")([emb["mf_user"](users), emb["mf_item"](items)])
-    x = layers.Concatenate(name="mlp_concat")([emb["mlp_user"](users), emb["mlp_item"](items)])
+    # the lookups take int64 ids: TF's GPU kernels of int32 Less and AddV2 (Keras's negative-index fix-up in
+    # every lookup) and int32 Reshape (the gradient's indices) keep their tensors in host memory, so with int32
+    # ids outside XLA each table's ids went to the host and back every step
+    uid, iid = ops.cast(users, "int64"), ops.cast(items, "int64")
+    gmf = layers.Multiply(name="gmf")([emb["mf_user"](uid), emb["mf_item"](iid)])
+    x = layers.Concatenate(name="mlp_concat")([emb["mlp_user"](uid), emb["mlp_item"](iid)])
     for name, fan_in, width in mlp_dense(mlp_layers):
         x = layers.Dense(
             width,
@@ -92,11 +96,12 @@ def add_negatives(inputs: tuple, spec: TaskSpec) -> tuple[tuple, tuple]:
     """A mode=train step's batch from its positives (users, items), traced into the step's tf.function so
     it runs on the device every call, as DLE's training loop does: `spec.device_negatives` negatives per
     positive, each the positive's user with an item drawn uniformly by TensorFlow's RNG (a drawn item may
-    be one of the user's positives: tolerated, as in DLE); labels 1 for the positives, then 0."""
-    users, items = inputs
+    be one of the user's positives: tolerated, as in DLE); labels 1 for the positives, then 0. The ids are
+    joined as int64: TF has no GPU kernel of int32 ConcatV2 but one that keeps its tensors in host memory."""
+    users, items = (tf.cast(ids, tf.int64) for ids in inputs)
     k, num_items = spec.device_negatives, int(spec.inputs["item"].high)
     count = tf.shape(users)[0] * k
-    negatives = tf.random.uniform([count], 0, num_items, dtype=items.dtype)
+    negatives = tf.random.uniform([count], 0, num_items, dtype=tf.int64)
     labels = tf.concat([tf.ones(tf.shape(users), tf.float32), tf.zeros([count], tf.float32)], 0)
     return (tf.concat([users, tf.tile(users, [k])], 0), tf.concat([items, negatives], 0)), (labels,)
 

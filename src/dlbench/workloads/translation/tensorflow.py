@@ -191,12 +191,15 @@ class Transformer(keras.Model):
         self.decode_loop = "host"  # `infer`'s model.decode_loop (build_model)
 
     def _embed(self, ids: Any, start: int = 0, training: bool = False) -> Any:
-        x = self.embed(ids)
+        x = self.embed(ops.cast(ids, "int64"))  # int64: see `encode`
         pe = ops.cast(ops.convert_to_tensor(self.pe)[start : start + ops.shape(ids)[1]], x.dtype)  # dynamic T
         return self.drop(x * math.sqrt(self.d_model) + pe, training=training)
 
     def encode(self, src: Any, training: bool = False) -> tuple[Any, Any]:
-        keep = ops.not_equal(src, PAD)[:, None, None, :]
+        """The encoder's output and its source mask. Ids are compared and looked up as int64: TF's GPU
+        kernels of int32 comparisons and arithmetic (Keras's negative-index fix-up in every lookup among them)
+        keep their tensors in host memory, so outside XLA int32 ids went to the host and back every step."""
+        keep = ops.not_equal(ops.cast(src, "int64"), PAD)[:, None, None, :]
         x = self._embed(src, training=training)
         for layer in self.enc:
             x = layer(x, keep, training=training)
@@ -242,7 +245,7 @@ class Transformer(keras.Model):
 
     def _embed_at(self, ids: Any, t: Any) -> Any:
         """The embedding of one position t given as a tensor (XLA wants a static slice size)."""
-        x = self.embed(ids)
+        x = self.embed(ops.cast(ids, "int64"))  # int64: see `encode`
         pe = ops.cast(ops.take(ops.convert_to_tensor(self.pe), t[None], axis=0), x.dtype)
         return x * math.sqrt(self.d_model) + pe[None]
 
@@ -394,7 +397,7 @@ def label_smoothed_ce(logits: Any, labels: Any, eps: float = LABEL_SMOOTHING) ->
     """Mean over non-pad labels of (1 - eps) * NLL + eps * mean over the vocabulary of -log p, in float32
     (the torch and Gluon losses are the same formula)."""
     logp = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    labels = ops.cast(labels, "int32")
+    labels = ops.cast(labels, "int64")  # int32 would keep them in host memory on a GPU (Transformer.encode)
     nll = -ops.squeeze(ops.take_along_axis(logp, labels[..., None], axis=-1), -1)
     per_token = (1.0 - eps) * nll - eps * ops.mean(logp, axis=-1)
     keep = ops.cast(ops.not_equal(labels, PAD), "float32")
