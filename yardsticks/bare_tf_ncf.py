@@ -37,21 +37,21 @@ def torch_bias(fan_in: int):
 
 def neumf(users: int, items: int, factors: int = 64, mlp=(256, 256, 128, 64)) -> keras.Model:
     """model([user_ids, item_ids]) -> float32 logits (N, 1)."""
-    user = keras.Input((), dtype="int32")
-    item = keras.Input((), dtype="int32")
+    # int64 ids (Keras casts int32 ones to them): on a GPU TF keeps int32 comparisons, arithmetic and
+    # reshapes, as in every lookup, in host memory
+    user = keras.Input((), dtype="int64")
+    item = keras.Input((), dtype="int64")
 
     def normal():  # one per table: a shared Keras 3 instance draws every table from one seed
         return keras.initializers.RandomNormal(stddev=0.01)
 
-    # looked up as int64: on a GPU TF keeps int32 comparisons, arithmetic and reshapes in host memory
-    uid, iid = keras.ops.cast(user, "int64"), keras.ops.cast(item, "int64")
     mf = layers.Multiply()(
-        [layers.Embedding(users, factors, embeddings_initializer=normal())(uid),
-         layers.Embedding(items, factors, embeddings_initializer=normal())(iid)]
+        [layers.Embedding(users, factors, embeddings_initializer=normal())(user),
+         layers.Embedding(items, factors, embeddings_initializer=normal())(item)]
     )  # fmt: skip
     x = layers.Concatenate()(
-        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal())(uid),
-         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal())(iid)]
+        [layers.Embedding(users, mlp[0] // 2, embeddings_initializer=normal())(user),
+         layers.Embedding(items, mlp[0] // 2, embeddings_initializer=normal())(item)]
     )  # fmt: skip
     for fan_in, width in zip(mlp[:-1], mlp[1:], strict=True):
         x = layers.Dense(

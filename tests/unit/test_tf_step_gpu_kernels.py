@@ -101,15 +101,11 @@ def bound(op, arg):
             at += n
     return []
 
-def fits_op(op, kernel):
-    node = op.node_def
-    return fits(node, kernel)
-
 def host_memory(graph):
     found = set()
     for g in graphs(graph):
         for op in g.get_operations():
-            ks = [k for k in gpu_kernels(op.type) if fits_op(op, k)]
+            ks = [k for k in gpu_kernels(op.type) if fits(op.node_def, k)]
             ks = [k for k in ks if k.device_type == "GPU"] or ks
             for arg in (ks[0].host_memory_arg if ks else ()):
                 for t in bound(op, arg):

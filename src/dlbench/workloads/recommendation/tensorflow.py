@@ -51,12 +51,15 @@ def _neumf(
     mlp_layers: Sequence[int] = MLP_LAYERS,
     dropout: float = 0.0,
 ) -> keras.Model:
-    """Called as model([users, items]) (int32 ids, shape (N,): a list in the task's input order, as the
-    TF bench passes several inputs); output float32 logits (N, 1). Build under the intended Keras
-    dtype policy (layers read it when created)."""
+    """Called as model([users, items]) (ids, shape (N,): a list in the task's input order, as the TF bench
+    passes several inputs); output float32 logits (N, 1). Build under the intended Keras dtype policy (layers
+    read it when created). The inputs are int64 (Keras casts other ids to them): TF's GPU kernels of int32
+    Less and AddV2 (Keras's negative-index fix-up in every lookup) and int32 Reshape (the gradient's indices)
+    keep their tensors in host memory, so with int32 ids outside XLA each table's ids went to the host and
+    back every step."""
     shapes = weight_shapes(num_users, num_items, mf_dim, mlp_layers)
-    users = keras.Input(shape=(), dtype="int32", name="user")
-    items = keras.Input(shape=(), dtype="int32", name="item")
+    users = keras.Input(shape=(), dtype="int64", name="user")
+    items = keras.Input(shape=(), dtype="int64", name="item")
     emb = {
         name: layers.Embedding(
             *shapes[f"{name}.embedding"],
@@ -65,12 +68,8 @@ def _neumf(
         )
         for name in EMBEDDINGS
     }
-    # the lookups take int64 ids: TF's GPU kernels of int32 Less and AddV2 (Keras's negative-index fix-up in
-    # every lookup) and int32 Reshape (the gradient's indices) keep their tensors in host memory, so with int32
-    # ids outside XLA each table's ids went to the host and back every step
-    uid, iid = ops.cast(users, "int64"), ops.cast(items, "int64")
-    gmf = layers.Multiply(name="gmf")([emb["mf_user"](uid), emb["mf_item"](iid)])
-    x = layers.Concatenate(name="mlp_concat")([emb["mlp_user"](uid), emb["mlp_item"](iid)])
+    gmf = layers.Multiply(name="gmf")([emb["mf_user"](users), emb["mf_item"](items)])
+    x = layers.Concatenate(name="mlp_concat")([emb["mlp_user"](users), emb["mlp_item"](items)])
     for name, fan_in, width in mlp_dense(mlp_layers):
         x = layers.Dense(
             width,
