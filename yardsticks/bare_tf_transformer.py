@@ -194,7 +194,7 @@ class Transformer(keras.Model):
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
             y, k, v = layer.step(y, kv, mask, k, v, t if fixed else None)
             grown.append((k, v))
-        ids = tf.cast(tf.argmax(self.logits(y[:, 0]), -1), tf.int32)
+        ids = tf.argmax(self.logits(y[:, 0]), -1, output_type=tf.int64)  # int64: see encode
         ids = tf.where(done, tf.zeros_like(ids), ids)
         return ids, tf.logical_or(done, tf.equal(ids, EOS)), grown
 
@@ -206,7 +206,7 @@ def greedy(model: Transformer, src, steps: int, encode, decode, fixed: bool = Fa
     b = src.shape[0]
     empty = tf.zeros((b, steps if fixed else 0, model.heads, model.d // model.heads), cross[0][0].dtype)
     caches = [(empty, empty)] * len(model.dec)
-    ids, done, out = tf.fill([b], BOS), tf.zeros([b], tf.bool), []
+    ids, done, out = tf.fill([b], tf.constant(BOS, tf.int64)), tf.zeros([b], tf.bool), []
     for t in range(steps):
         ids, done, caches = decode(ids, done, tf.constant(t), caches, cross, mask, fixed)
         out.append(ids)
@@ -226,8 +226,8 @@ def decode_all(model: Transformer, src, steps: int, masked: bool):
         ids, done, caches = model.decode_step(ids, done, t, caches, cross, mask, fixed=True)
         return t + 1, ids, done, caches, tf.where((at == t)[None, :], ids[:, None], out)
 
-    start = (tf.constant(0), tf.fill([b], BOS), tf.zeros([b], tf.bool), [(empty, empty)] * len(model.dec),
-             tf.zeros([b, steps], tf.int32))  # fmt: skip
+    start = (tf.constant(0), tf.fill([b], tf.constant(BOS, tf.int64)), tf.zeros([b], tf.bool),
+             [(empty, empty)] * len(model.dec), tf.zeros([b, steps], tf.int64))  # fmt: skip
     return tf.while_loop(lambda t, *_: t < steps, body, start, maximum_iterations=steps)[-1]
 
 

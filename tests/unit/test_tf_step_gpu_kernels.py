@@ -13,7 +13,8 @@ reshapes on a GPU run on the host, so an int32 tensor of the batch's size bound 
 fix-up in every embedding lookup, SSD's label mask, the second argsort of its hard-negative ranking) is copied
 off the GPU and back every step. No step may bind a tensor of more than 16 elements that way, nor may the
 yardsticks' own pieces (their pairs would be like for like, but both slow); a plain Keras lookup on int32
-ids is the control that must be caught.
+ids is the control that must be caught. Graph-mode greedy decoding (a host loop of traced pieces, dlbench's and
+the yardstick's) is held to the same rule.
 
 TensorFlow runs in a subprocess, as in test_backend_tf.py (TF and torch's triton must not share a process).
 """
@@ -151,6 +152,22 @@ out["yardsticks"] = {
         lambda s, t, l: bare_tf_transformer.label_smoothed_ce(tr((s, t), training=True), l), toks, toks, toks)),
     "control": host_memory(traced_graph(lambda u: lookup(u), ids)),
 }
+
+# graph-mode greedy decoding: a host loop of traced pieces (the encoder, then one call per position), the
+# pieces traced by decoding 32 sentences (a smoke batch holds fewer than the check's 16 ids) at amp
+def concrete(fns):
+    return sorted({e for f in fns for c in f._list_all_concrete_functions() for e in host_memory(c.graph)})
+
+from dlbench.workloads.translation.tensorflow import build_transformer
+keras.mixed_precision.set_global_policy("mixed_float16")
+src = tf.fill([32, 8], 5)
+model = build_transformer(vocab=64, d_model=16, heads=2, ffn=32, encoder_layers=1, decoder_layers=1)
+model.translate(src, 4, check_every=0, read_back=False)
+tr = bare_tf_transformer.Transformer(vocab=64, d=16, heads=2, d_ff=32, layers_=1, max_len=32)
+encode = tf.function(lambda s: tr.encode(s, masked=True))
+decode = tf.function(tr.decode_step, reduce_retracing=True)
+bare_tf_transformer.greedy(tr, src, 4, encode, decode)
+out["decode"] = {"dlbench": concrete(model._decode_fns[False]), "yardstick": concrete([encode, decode])}
 print("STATS " + json.dumps(out))
 """
 
@@ -191,6 +208,13 @@ def test_every_op_of_the_step_has_a_gpu_kernel(traced: dict, model: str, precisi
 def test_the_check_finds_a_keras_lookup_of_int32_ids_in_host_memory(traced: dict) -> None:
     control = traced["yardsticks"]["control"]
     assert "Less(int32[64]:x)" in control and "AddV2(int32[64]:z)" in control, control
+
+
+@pytest.mark.parametrize("harness", ["dlbench", "yardstick"])
+def test_graph_mode_decoding_keeps_no_id_in_host_memory(traced: dict, harness: str) -> None:
+    """Each position of the host loop is one call; an id tensor in host memory would make it copy the
+    position's argmax to the host, and so wait for the GPU, before the next position is launched."""
+    assert traced["decode"][harness] == []
 
 
 @pytest.mark.parametrize("workload", ["ncf", "ssd300", "transformer"])

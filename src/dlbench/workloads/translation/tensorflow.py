@@ -227,13 +227,15 @@ class Transformer(keras.Model):
         ops per position, which a host-bound graph-mode decode pays for). The argmax is tf.argmax:
         keras.ops.argmax first rewrites -0.0 in the float32-cast logits with an int32 bitwise test, which
         TF ran on the host, copying (B, vocab) values off the GPU and back at every position (about 15% of
-        a graph-mode decode on an H200); a tie of 0.0 and -0.0 does not matter to a greedy choice."""
+        a graph-mode decode on an H200); a tie of 0.0 and -0.0 does not matter to a greedy choice. The ids
+        are int64 from the argmax on, as in `encode`: the slice, fill, EOS test and output of a position on
+        int32 ids have host-memory GPU kernels, so each position would copy them to the host."""
         x = self._embed_at(prev[:, None], t)
         grown = []
         for layer, kv, (k, v) in zip(self.dec, cross, caches, strict=True):
             x, k, v = layer.step_at(x, t, kv, keep, k, v) if fixed else layer.step(x, kv, keep, k, v)
             grown.append((k, v))
-        return tf.argmax(self._logits(x[:, 0]), axis=-1, output_type=tf.int32), grown
+        return tf.argmax(self._logits(x[:, 0]), axis=-1, output_type=tf.int64), grown
 
     def _decode_position(
         self, prev: Any, done: Any, t: Any, caches: list, cross: list, keep: Any, fixed: bool
@@ -269,10 +271,10 @@ class Transformer(keras.Model):
 
         start = (
             tf.constant(0),
-            tf.fill([batch], BOS),
+            tf.fill([batch], tf.constant(BOS, tf.int64)),
             tf.zeros([batch], tf.bool),
             [(empty, empty) for _ in self.dec],
-            tf.zeros([batch, max_len], tf.int32),
+            tf.zeros([batch, max_len], tf.int64),
         )
         return tf.while_loop(lambda t, *_: t < max_len, body, start, maximum_iterations=max_len)[-1]
 
@@ -307,7 +309,7 @@ class Transformer(keras.Model):
             if not jit_compile:
                 raise ValueError("loop='device' decodes in one XLA call: it needs jit_compile=True")
             ids = self.decode_on_device(src, max_len)
-            return trim_padding(ops.convert_to_numpy(ids)) if read_back else ids
+            return trim_padding(ops.convert_to_numpy(ids).astype(np.int32)) if read_back else ids
         s, heads = self.spec, self.spec.heads
         if jit_compile not in self._decode_fns:
             xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
@@ -339,7 +341,7 @@ class KerasOps:
     """dlbench.workloads.translation.transformer.DecodeOps on Keras tensors."""
 
     def full(self, n: int, value: int) -> Any:
-        return ops.full((n,), value, dtype="int32")
+        return ops.full((n,), value, dtype="int64")  # int64 ids: see Transformer._decode_step
 
     def where(self, cond: Any, a: Any, b: Any) -> Any:
         return ops.where(cond, a, b)
