@@ -32,10 +32,10 @@ from tests.worker_jobs import ROOT, run_snippet, worker_env
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("tensorflow is not installed in this interpreter", allow_module_level=True)
 
-MODELS = ("ncf", "transformer", "ssd300", "resnet50")
+MODELS = ("ncf", "transformer", "ssd300", "resnet50", "vgg16")
 # mode=infer: the one-call steps (the Transformer decodes in graph mode as a host loop of traced pieces)
 CELLS = [(m, p, "train") for m in MODELS for p in ("amp", "bf16", "fp32")] + [
-    (m, "amp", "infer") for m in ("ncf", "ssd300", "resnet50")
+    (m, "amp", "infer") for m in ("ncf", "ssd300", "resnet50", "vgg16")
 ]
 
 SCRIPT = r"""
