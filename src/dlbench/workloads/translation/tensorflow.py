@@ -309,7 +309,7 @@ class Transformer(keras.Model):
             if not jit_compile:
                 raise ValueError("loop='device' decodes in one XLA call: it needs jit_compile=True")
             ids = self.decode_on_device(src, max_len)
-            return trim_padding(ops.convert_to_numpy(ids).astype(np.int32)) if read_back else ids
+            return trim_padding(KerasOps().to_numpy(ids)) if read_back else ids
         s, heads = self.spec, self.spec.heads
         if jit_compile not in self._decode_fns:
             xla = True if jit_compile else None  # None: TF's default (no XLA unless auto-clustering is on)
