@@ -70,12 +70,15 @@ def _optimizer(params: dict, tags: dict) -> str:
     """The optimizer kernel a finished job reported (`run.optimizer`, `precision.optimizer` before): SGD's
     as its implementation alone (fused, foreach), others as kind/implementation (adam/fused); for a killed
     job, its setting (auto = fused on CUDA). Runs from before framework.optimizer_impl existed used torch's
-    default SGD (foreach on CUDA)."""
+    default SGD (foreach on CUDA). A killed job of another framework reported none and has no such setting:
+    unknown (–)."""
     if params.get("mode") != "train":
         return "-"
     reported = tags.get("run.optimizer") or tags.get("precision.optimizer")
     if reported:
         return reported.removeprefix("sgd/")
+    if params.get("framework.name", "torch") != "torch":
+        return "–"
     impl = params.get("framework.optimizer_impl", "foreach")
     return "fused" if impl == "auto" and params.get("device") == "cuda" else impl
 

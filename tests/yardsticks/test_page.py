@@ -441,3 +441,22 @@ def test_versions_are_listed_per_framework_and_the_gpu_once(tmp_path):
         "Versions: gpu.driver 580.1, gpu.gpu0_name NVIDIA H200; tf: version.cuda 12.5.1, version.tensorflow 2; "
         "torch: version.cuda 13.0, version.torch 2"
     )
+
+
+def test_a_killed_job_of_another_framework_shows_no_torch_optimizer(tmp_path):
+    """A training job stopped before it reported its optimizer shows its setting only where the setting is
+    PyTorch's (framework.optimizer_impl); a killed TF job's optimizer is unknown, never torch's `foreach`."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    for framework in ("tf", "torch"):
+        job = JobConfig.from_dict({"framework": {"name": framework}, "model": {"name": "ssd300"}, "precision": {"name": "tf32"}, "mode": "train", "device": "cuda"})  # fmt: skip
+        params = flatten(job.to_dict()) | {"batch_size": 128}
+        if framework == "tf":
+            params = {k: v for k, v in params.items() if k != "framework.optimizer_impl"}
+        run = RunLogger.create(client, eid, f"{framework}-killed", None, {"dlbench.kind": "job"})
+        run.params(params)
+        run.finish("KILLED")
+    page_lines(tmp_path, db, "k")
+    with open(tmp_path / "page.csv", newline="") as f:
+        rows = {(r["framework"], r["status"], r["optimizer"]) for r in csv.DictReader(f)}
+    assert rows == {("tf", "KILLED", "–"), ("torch", "KILLED", "fused")}
