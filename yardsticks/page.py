@@ -60,7 +60,7 @@ COLUMNS = [
     ("torch_mem_mib", "m:framework_mem_mib_max"), ("power_w", "m:power_w_mean"),
     ("j_per_sample", "m:energy_j_per_sample"), ("data_wait", "m:data_wait_frac"), ("cpu_util", "m:cpu_util_mean"),
     ("loss_last", "m:loss_last"), ("compute_dtype", "t:precision.compute_dtype"),
-    ("tf32", "t:precision.tf32_cudnn"), ("loss_scale", "t:precision.loss_scale"), ("guards", "guards"),
+    ("tf32", "tf32"), ("loss_scale", "t:precision.loss_scale"), ("guards", "guards"),
 ]  # fmt: skip
 DECIMALS = {"j_per_sample": ".3f", "data_wait": ".3f", "loss_last": ".3f"}
 ONE_DECIMAL = ("warmup_s", "startup_s", "gpu_util", "cpu_util")
@@ -81,6 +81,15 @@ def _optimizer(params: dict, tags: dict) -> str:
         return "–"
     impl = params.get("framework.optimizer_impl", "foreach")
     return "fused" if impl == "auto" and params.get("device") == "cuda" else impl
+
+
+def _tf32(tags: dict) -> str | None:
+    """Whether TF32 ran, as the framework reported it: PyTorch's cuDNN flag, TensorFlow's one switch, JAX's
+    matmul precision."""
+    for key in ("precision.tf32_cudnn", "precision.tf32", "precision.tf32_matmul"):
+        if key in tags:
+            return tags[key]
+    return None
 
 
 ONE_CALL = (
@@ -169,6 +178,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
                 "optimizer": _optimizer(p, t),
                 "compile": _compile(p),
                 "guards": _guards(t),
+                "tf32": _tf32(t),
             }
             row = {}
             for col, src in COLUMNS:

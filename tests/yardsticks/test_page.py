@@ -460,3 +460,25 @@ def test_a_killed_job_of_another_framework_shows_no_torch_optimizer(tmp_path):
     with open(tmp_path / "page.csv", newline="") as f:
         rows = {(r["framework"], r["status"], r["optimizer"]) for r in csv.DictReader(f)}
     assert rows == {("tf", "KILLED", "–"), ("torch", "KILLED", "fused")}
+
+
+def test_tf32_column_reads_each_frameworks_own_flag(tmp_path):
+    """The tf32 column is what each framework reported: PyTorch's cuDNN flag, TF's one switch, JAX's matmul
+    precision; none of them is left blank for want of PyTorch's tag name."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    flags = {"torch": "precision.tf32_cudnn", "tf": "precision.tf32", "jax": "precision.tf32_matmul"}
+    for framework, tag in flags.items():
+        config = {
+            "framework": {"name": framework},
+            "model": {"name": "resnet50"},
+            "precision": {"name": "tf32"},
+        }
+        metrics = {"throughput": 3000.0, "loss_last": 2.0}
+        log_config(
+            client, eid, framework, config, metrics, {"run.optimizer": "sgd", tag: str(framework != "jax")}
+        )
+    page_lines(tmp_path, db, "t")
+    with open(tmp_path / "page.csv", newline="") as f:
+        rows = {(r["framework"], r["tf32"]) for r in csv.DictReader(f)}
+    assert rows == {("torch", "True"), ("tf", "True"), ("jax", "False")}
