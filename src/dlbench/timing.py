@@ -34,35 +34,50 @@ def fit_steps(
     """(steps each timed window runs, probe steps run here). schedule.min_timed_s set: a probe after the
     warm-up (untimed, counted in it) runs steps for a window's share of those seconds and times the step
     over the second half only: the first steps after warm-up run slower (caches, allocator, a filling
-    device queue) and would make the windows too short. The windows then get the steps that min_timed_s
-    takes over all of them, never fewer than steps_per_window. `agree` makes the ranks of a job run one
-    count: each probes steps_per_window steps (a count, not a time, or one would wait in a collective the
-    others never join)."""
+    device queue) and would make the windows too short. The first half synchronizes every step, so it ends
+    on time where the host issues steps faster than the device runs them (an asynchronous GPU step); its
+    steps set the count the second half runs unsynchronized. The windows then get the steps that
+    min_timed_s takes over all of them, never fewer than steps_per_window. `agree` makes the ranks of a job
+    run one count: each probes steps_per_window steps (a count, not a time, or one would wait in a
+    collective the others never join)."""
     spw = schedule.steps_per_window
     if not schedule.min_timed_s:
         return spw, 0
     share = schedule.min_timed_s / schedule.windows
-    counted = agree is not None
-    settling = 0 if counted else steps_for(bench, seconds=share / 2)
+    if agree is not None:
+        settling, count = 0, spw
+    else:
+        start = time.perf_counter()
+        settling = steps_synced(bench, share / 2)
+        count = max(1, round(share / 2 / ((time.perf_counter() - start) / settling)))
     start = time.perf_counter()
-    settled = steps_for(bench, count=spw) if counted else steps_for(bench, seconds=share / 2)
+    settled = steps_for(bench, count=count)
     step_s = max((time.perf_counter() - start) / settled, 1e-9)
     steps = max(spw, math.ceil(share / step_s))
     return (agree(steps) if agree else steps), settling + settled
 
 
-def steps_for(bench: Bench, *, seconds: float = 0.0, count: int | None = None) -> int:
-    """Run `count` steps, or steps until `seconds` have passed on the host (at least one), then synchronize
-    the device once; return how many ran. Unsynchronized steps are fine: the device finishes them no sooner
-    than the host has issued them, and the closing sync counts what is still queued."""
+def steps_synced(bench: Bench, seconds: float) -> int:
+    """Steps, each followed by a device synchronization, until `seconds` have passed (at least one); return
+    how many ran. Untimed: the per-step sync keeps the host from queueing more device work than `seconds`
+    holds."""
     start, done = time.perf_counter(), 0
     while True:
         bench.step()
+        bench.sync()
         done += 1
-        if done >= count if count is not None else time.perf_counter() - start >= seconds:
-            break
+        if time.perf_counter() - start >= seconds:
+            return done
+
+
+def steps_for(bench: Bench, *, count: int) -> int:
+    """Run `count` steps, then synchronize the device once; return how many ran. Unsynchronized steps are
+    fine: the device finishes them no sooner than the host has issued them, and the closing sync counts
+    what is still queued."""
+    for _ in range(count):
+        bench.step()
     bench.sync()
-    return done
+    return count
 
 
 def timed_windows(
