@@ -51,10 +51,10 @@ def fit_steps(
         settling = steps_synced(bench, share / 2)
         count = max(1, round(share / 2 / ((time.perf_counter() - start) / settling)))
     start = time.perf_counter()
-    settled = steps_for(bench, count=count)
-    step_s = max((time.perf_counter() - start) / settled, 1e-9)
+    steps_for(bench, count)
+    step_s = max((time.perf_counter() - start) / count, 1e-9)
     steps = max(spw, math.ceil(share / step_s))
-    return (agree(steps) if agree else steps), settling + settled
+    return (agree(steps) if agree else steps), settling + count
 
 
 def steps_synced(bench: Bench, seconds: float) -> int:
@@ -70,14 +70,13 @@ def steps_synced(bench: Bench, seconds: float) -> int:
             return done
 
 
-def steps_for(bench: Bench, *, count: int) -> int:
-    """Run `count` steps, then synchronize the device once; return how many ran. Unsynchronized steps are
-    fine: the device finishes them no sooner than the host has issued them, and the closing sync counts
-    what is still queued."""
+def steps_for(bench: Bench, count: int) -> None:
+    """Run `count` steps, then synchronize the device once. Unsynchronized steps are fine: the device
+    finishes them no sooner than the host has issued them, and the closing sync counts what is still
+    queued."""
     for _ in range(count):
         bench.step()
     bench.sync()
-    return count
 
 
 def timed_windows(
