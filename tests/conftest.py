@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,20 @@ MXNET_BF16 = onednn_avx512_core() is None
 # TensorFlow's bfloat16 fails on an AVX-512 CPU whose oneDNN is capped below AVX-512 (backends/tensorflow/
 # capability.py): there, with ONEDNN_MAX_CPU_ISA=AVX2, its amp cells are skipped with their reason too.
 TF_BF16 = bf16_under_cap() is None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stats_cache(tmp_path_factory) -> Iterator[Path]:
+    """One folder of network FLOP counts for the session's workers (backends/stats_cache.py), not the
+    user's ~/.cache: a test sees counts made by the code under test only."""
+    folder = tmp_path_factory.mktemp("stats-cache")
+    before = os.environ.get("DLBENCH_CACHE")
+    os.environ["DLBENCH_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("DLBENCH_CACHE", None)
+    else:
+        os.environ["DLBENCH_CACHE"] = before
 
 
 @pytest.fixture

@@ -194,12 +194,24 @@ def _run_bench(
             emit.emit(events.WARMUP_DONE, warmup_s=warmup_s, steps=steps + probe, steps_per_window=k)
             timed_windows(bench, job.schedule, emit.emit, on_first_step=fault, steps=k)
         precision, run_facts, memory = bench.precision_report(), bench.run_facts(), bench.memory()
-        # After the timing, so it costs no startup time: the network's size as its framework counts it.
-        stats = getattr(backend, "model_stats", None)
-        gflops = stats(job.model)["gflops"] if stats else None
+        gflops = _gflops(backend, job)
         emit.emit(events.DONE, precision=precision, run=run_facts, framework_mem_bytes=memory, gflops=gflops)
     finally:
         bench.close()
+
+
+def _gflops(backend: Any, job: JobConfig) -> float | None:
+    """The network's forward GFLOPs as its framework counts them (None: the backend has no count). After
+    the timing, so it costs no startup time; kept on disk (backends/stats_cache.py), so a sweep's other
+    precisions and batch sizes do not count the same network again."""
+    stats = getattr(backend, "model_stats", None)
+    if stats is None:
+        return None
+    from dlbench.backends.stats_cache import cached_gflops, stats_key
+    from dlbench.workloads.registry import workloads
+
+    key = stats_key(job.framework.name, backend.versions(), job.model, workloads()[job.model.task].package)
+    return cached_gflops(key, lambda: stats(job.model)["gflops"])
 
 
 def _ranks_facts(group: Any, bench: Any) -> dict[str, Any]:
