@@ -1,5 +1,6 @@
 """What every yardstick shares whatever its framework: the common flags, one run per (precision, mode) of
-the comma lists in one process, and the one `BARE {json}` line with its window statistics.
+the comma lists in one process (TensorFlow's: one process each, bare_tf_common.run_all), and the one
+`BARE {json}` line with its window statistics.
 
 Framework-free on purpose: bare_common.py (PyTorch), bare_tf_common.py and bare_jax_common.py add their own
 flags, precision switches, timing and facts, and say how a finished configuration is released (the torch
@@ -36,6 +37,21 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int, warmup_help: str)
     return p
 
 
+def parse(p: argparse.ArgumentParser) -> argparse.Namespace:
+    """The flags, with each value of the comma lists checked (one line and exit 2 for a bad one)."""
+    a = p.parse_args()
+    for key, allowed in CHOICES.items():
+        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
+        if bad:
+            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
+    return a
+
+
+def configurations(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every (precision, mode) of the comma lists, in the order given."""
+    return list(itertools.product(a.precision.split(","), a.mode.split(",")))
+
+
 def run_all(
     p: argparse.ArgumentParser,
     run: Callable[[argparse.Namespace], int],
@@ -44,13 +60,9 @@ def run_all(
     """Run `run` once per (precision, mode) of the comma lists, in one process: one BARE line each, and no
     interpreter start or device initialisation paid again; `release` frees a configuration's model,
     optimizer state and compiled steps before the next. Returns the worst exit code."""
-    a = p.parse_args()
-    for key, allowed in CHOICES.items():
-        bad = [v for v in getattr(a, key).split(",") if v not in allowed]
-        if bad:
-            p.error(f"--{key} {','.join(bad)}: choose from {', '.join(allowed)}")
+    a = parse(p)
     code = 0
-    for precision, mode in itertools.product(a.precision.split(","), a.mode.split(",")):
+    for precision, mode in configurations(a):
         one = copy.copy(a)
         one.precision, one.mode = precision, mode
         code = max(code, run(one))

@@ -121,6 +121,8 @@ def test_resnet50_graph_mode_runs_train_and_infer():
     lines, _ = bare("bare_tf_classification.py", *tiny, "--precision", "amp", "--mode", "train,infer")
     check_lines(lines, [("amp", "train"), ("amp", "infer")], xla=False, params=23_528_522)  # 10 classes
     assert all(r["model"] == "resnet50" and r["batch"] == 2 and r["unit"] == "img/s" for r in lines)
+    # each configuration in a process of its own: TF keeps what it autotuned for the first one
+    assert len({r["pid"] for r in lines}) == 2
 
 
 def test_resnet50_xla_compiles_with_xla():
