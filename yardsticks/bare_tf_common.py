@@ -49,10 +49,10 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.Argum
 
 def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:
     """One BARE line per (precision, mode) of the comma lists, each configuration in a process of its own
-    (this script again, with one precision and one mode), as dlbench runs each job. In one process TF keeps
-    the convolution algorithms it autotuned for the first configuration: TF32 switched on after an fp32 run
-    still ran fp32's algorithms (graph-mode SSD300 training on an H100: 166 img/s after fp32, 290 alone).
-    Returns the worst exit code."""
+    (this script again, with one precision and one mode), as dlbench runs each job. In one process, TF32
+    switched on after an fp32 run left the convolutions at fp32's speed (graph-mode SSD300 training on an
+    H100: 166 img/s after fp32, 290 alone) while matmuls followed the switch (Transformer-base): TF keeps
+    the convolution algorithms it autotuned first, it seems. Returns the worst exit code."""
     a = bare_cli.parse(p)
     configs = bare_cli.configurations(a)
     if len(configs) == 1:
