@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -57,6 +58,8 @@ def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]
     configs = bare_cli.configurations(a)
     if len(configs) == 1:
         return bare_cli.run_all(p, run, lambda _: keras.backend.clear_session())
+    # SIGTERM ends this process through SystemExit, so subprocess.run kills the running configuration too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     code = 0
     for precision, mode in configs:  # argparse keeps the last of a repeated flag
         one = [sys.executable, sys.argv[0], *sys.argv[1:], "--precision", precision, "--mode", mode]

@@ -5,12 +5,15 @@ same config (the yardsticks import nothing from dlbench, so only a count can tie
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,6 +126,34 @@ def test_resnet50_graph_mode_runs_train_and_infer():
     assert all(r["model"] == "resnet50" and r["batch"] == 2 and r["unit"] == "img/s" for r in lines)
     # each configuration in a process of its own: TF keeps what it autotuned for the first one
     assert len({r["pid"] for r in lines}) == 2
+
+
+def test_sigterm_ends_the_configuration_running_too():
+    """Several configurations run as child processes: SIGTERM to the parent (a job killed, `kill PID`) ends the
+    running child as well, so no yardstick is left computing on the device."""
+    psutil = pytest.importorskip("psutil")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("PYTHONPATH", None)
+    tiny = ["--batch", "2", "--image-size", "32", "--num-classes", "10", "--precision", "fp32,tf32"]
+    cmd = [sys.executable, str(YARD / "bare_tf_classification.py"), *TIMING, *tiny]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        parent = psutil.Process(proc.pid)
+        for _ in range(600):
+            children = parent.children()
+            if children or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert children, "the first configuration never started in a process of its own"
+        proc.terminate()
+        assert proc.wait(timeout=60) == 143, proc.stderr.read()[-2000:]
+        gone, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stderr.close()
 
 
 def test_resnet50_xla_compiles_with_xla():
