@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,18 +29,18 @@ MXNET_BF16 = onednn_avx512_core() is None
 TF_BF16 = bf16_under_cap() is None
 
 
-@pytest.fixture(scope="session", autouse=True)
-def stats_cache(tmp_path_factory) -> Iterator[Path]:
-    """One folder of network FLOP counts for the session's workers (backends/stats_cache.py), not the
-    user's ~/.cache: a test sees counts made by the code under test only."""
-    folder = tmp_path_factory.mktemp("stats-cache")
-    before = os.environ.get("DLBENCH_CACHE")
-    os.environ["DLBENCH_CACHE"] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop("DLBENCH_CACHE", None)
-    else:
-        os.environ["DLBENCH_CACHE"] = before
+def pytest_configure(config) -> None:
+    """One folder of network FLOP counts for the session's workers (backends/stats_cache.py), not the user's
+    ~/.cache: a test sees counts made by the code under test only. Set before collection, since some test
+    modules copy the environment for their workers when they are imported."""
+    config.stats_cache = tempfile.mkdtemp(prefix="dlbench-stats-cache-")
+    os.environ["DLBENCH_CACHE"] = config.stats_cache
+
+
+def pytest_unconfigure(config) -> None:
+    os.environ.pop("DLBENCH_CACHE", None)
+    if folder := getattr(config, "stats_cache", None):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
