@@ -57,13 +57,14 @@ def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]
     a = bare_cli.parse(p)
     configs = bare_cli.configurations(a)
     if len(configs) == 1:
-        return bare_cli.run_all(p, run, lambda _: keras.backend.clear_session())
+        return run(a)
     # SIGTERM ends this process through SystemExit, so subprocess.run kills the running configuration too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     code = 0
     for precision, mode in configs:  # argparse keeps the last of a repeated flag
         one = [sys.executable, sys.argv[0], *sys.argv[1:], "--precision", precision, "--mode", mode]
-        code = max(code, subprocess.run(one).returncode)
+        rc = subprocess.run(one).returncode
+        code = max(code, rc if rc >= 0 else 128 - rc)  # a child killed by signal N: 128 + N, as a shell says
     return code
 
 
