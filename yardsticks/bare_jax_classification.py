@@ -134,7 +134,7 @@ def run(a: argparse.Namespace) -> int:
 
         tx = optax.sgd(0.01, momentum=0.9)
         fn = common.jit(common.train_step(apply_loss, tx, prec), a, donate=(0,))
-        state = jax.device_put((params, stats, tx.init(params), common.loss_scale(prec), jax.random.key(0)))
+        state = jax.device_put((params, stats, tx.init(params), common.loss_scale(prec), common.step_key(a)))
 
         def step():
             nonlocal state

@@ -15,7 +15,9 @@ weights in `param_dtype`):
 Weights stay float32 (param_dtype); float inputs arrive as float32 and the first layer casts.
 
 The step is one `jax.jit` call with the state (weights, optimizer state, batch statistics, PRNG key) donated
-to its outputs (--no-jit: op by op, nothing donated); a call returns once its work is dispatched.
+to its outputs (--no-jit: op by op, nothing donated); a call returns once its work is dispatched. The key is
+XLA's RngBitGenerator ("rbg", Philox on a GPU), as dlbench's JAX worker draws its dropout masks;
+`--prng threefry2x32` (JAX's default) times the other generator, which draws the same masks at another cost.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.Argum
         doc, warmup=warmup, steps=steps, windows=windows, warmup_help="tracing, XLA, autotune"
     )
     p.add_argument("--no-jit", dest="jit", action="store_false", help="run the step op by op")
+    p.add_argument(
+        "--prng", default="rbg", choices=("rbg", "threefry2x32"),
+        help="the training step's PRNG implementation (dropout masks): rbg as dlbench (default)",
+    )  # fmt: skip
     return p
+
+
+def step_key(a: argparse.Namespace) -> jax.Array:
+    """The training state's PRNG key, of the implementation --prng names."""
+    return jax.random.key(0, impl=a.prng)
 
 
 def run_all(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int]) -> int:

@@ -102,7 +102,7 @@ def run(a: argparse.Namespace) -> int:
 
         tx = optax.adam(a.lr, b1=0.25, b2=0.5, eps=1e-8)
         fn = common.jit(common.train_step(apply_loss, tx, prec), a, donate=(0,))
-        state = jax.device_put((params, {}, tx.init(params), common.loss_scale(prec), jax.random.key(0)))
+        state = jax.device_put((params, {}, tx.init(params), common.loss_scale(prec), common.step_key(a)))
     else:
         fn = common.jit(lambda p, users, items: model.apply({"params": p}, users, items), a)
     at = [0]

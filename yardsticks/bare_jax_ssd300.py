@@ -142,7 +142,7 @@ def run(a: argparse.Namespace) -> int:
 
         tx = optax.chain(optax.add_decayed_weights(a.weight_decay), optax.sgd(a.lr, momentum=0.9))
         fn = common.jit(common.train_step(apply_loss, tx, prec), a, donate=(0,))
-        state = jax.device_put((params, stats, tx.init(params), common.loss_scale(prec), jax.random.key(0)))
+        state = jax.device_put((params, stats, tx.init(params), common.loss_scale(prec), common.step_key(a)))
 
         def step():
             nonlocal state

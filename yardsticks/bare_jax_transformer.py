@@ -12,7 +12,8 @@ query position (decoding), where XLA's GPU backend refuses that call's F16_F16_F
 softmax(q k^T / sqrt(D)) v is two einsums with float32 logits. Loss: label-smoothed (0.1) cross-entropy over
 non-padding labels, in float32; Adam (0.9, 0.98, eps 1e-9) with the paper's schedule (linear warm-up over
 --lr-warmup steps to d^-0.5 * warmup^-0.5, then inverse square root) as an Optax schedule of the step count,
-traced into the step; a hand-written `jax.jit` step with its state donated.
+traced into the step; a hand-written `jax.jit` step with its state donated, its dropout masks drawn from
+the state's key (XLA's RngBitGenerator as dlbench's worker, unless --prng says otherwise).
 
 Synthetic data made once and kept on the device: a pool of batches of `--batch-tokens // --max-len` sentence
 pairs, source and target lengths uniform in [--min-len, --max-len] (all equal with --min-len = --max-len:
@@ -30,6 +31,7 @@ Usage: python yardsticks/bare_jax_transformer.py [--batch-tokens 5120] [--min-le
        [--no-jit] [--precision amp,bf16,fp32,tf32] [--mode train,infer] [--decode-len N] [--warmup 20]
        [--steps 20] [--windows 8] [--device auto|cuda|cpu] [--vocab 32000] [--d-model 512] [--heads 8]
        [--d-ff 2048] [--layers 6] [--dropout 0.1] [--lr-warmup 4000] [--loop host|device]
+       [--prng rbg|threefry2x32]
 """
 
 from __future__ import annotations
@@ -318,7 +320,7 @@ def run(a: argparse.Namespace) -> int:
 
         tx = optax.adam(noam(a.d_model, a.lr_warmup), b1=0.9, b2=0.98, eps=1e-9)
         fn = common.jit(common.train_step(apply_loss, tx, prec), a, donate=(0,))
-        state = jax.device_put((params, {}, tx.init(params), common.loss_scale(prec), jax.random.key(0)))
+        state = jax.device_put((params, {}, tx.init(params), common.loss_scale(prec), common.step_key(a)))
 
         def step():
             nonlocal state

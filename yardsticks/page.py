@@ -191,6 +191,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
             row["diverged"] = loss is not None and not math.isfinite(loss)
             if row["diverged"]:
                 row["status"] = "FINISHED, diverged"
+            row["_prng"] = t.get("run.prng")  # JAX training: the dropout masks' generator
             row["_start"] = run.info.start_time
             row["_sweep"] = t.get(PARENT_TAG)
             row["_dali"] = _dali_settings(p)
@@ -262,8 +263,11 @@ def _bare_matches(r: dict, b: dict) -> bool:
     """Does harness row r run the yardstick line b's configuration (framework, model, mode, precision, compiler,
     the optimizer kernel in training, the batch where the yardstick names one: in samples, or in tokens)?
     A Transformer line timed with `--mask auto` (no attention mask on unpadded batches: another kernel
-    than the harness's, kept to measure that difference) is no yardstick for it."""
+    than the harness's, kept to measure that difference) is no yardstick for it, nor is a JAX training line
+    whose PRNG (its dropout masks' generator) differs from the one the harness job recorded."""
     if b.get("mask") == "auto" or b["framework"] != r["framework"]:
+        return False
+    if r.get("_prng") and b.get("prng") and b["prng"] != r["_prng"]:
         return False
     same_compile = r["compile"] == (b["compile_mode"] if b["compile"] else "-")
     same_opt = b["mode"] != "train" or r["optimizer"].rpartition("/")[2] == b["optimizer"]

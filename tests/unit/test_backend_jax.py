@@ -122,6 +122,7 @@ def test_jobs_run_through_the_worker(runs: dict, name: str) -> None:
     run = done["run"]
     assert run["compiled"] == ("jit" if spec.get("jit", True) else False)
     assert run["donated"] == (spec["mode"] == "train" and spec.get("jit", True))
+    assert run.get("prng") == ("rbg" if spec["mode"] == "train" else None)  # the yardsticks' generator
     if spec["mode"] == "train":
         assert all(w["loss"] > 0 for w in windows)
         assert run["optimizer"] == "sgd/optax"

@@ -335,5 +335,11 @@ def test_transformer_trains_and_decodes_jitted_and_op_by_op():
     assert train["sentences"] == 8 and train["unit"] == "target tokens/s"
     assert 8 * 4 <= train["target_tokens_per_batch"] <= 8 * 8
     assert infer["unit"] == "generated tokens/s" and infer["cache"] == "fixed"
+    # dropout masks from XLA's RngBitGenerator, as dlbench's worker; --prng draws them from another generator
+    assert train["prng"] == "rbg"
+    (other,) = bare(
+        "bare_jax_transformer.py", *tiny, "--precision", "amp", "--mode", "train", "--prng", "threefry2x32"
+    )
+    assert other["prng"] == "threefry2x32" and other["loss_last"] != train["loss_last"]
     eager = bare("bare_jax_transformer.py", *tiny, "--precision", "fp32", "--mode", "infer", "--no-jit")
     check_lines(eager, [("fp32", "infer")], jit=False, params=147_712)

@@ -323,6 +323,28 @@ def test_jax_jobs_pair_only_with_jax_lines_of_the_same_compiler(tmp_path):
     assert {("jax", "jit", "jit"), ("jax", "eager", "-")} <= cells
 
 
+def test_a_jax_training_line_of_another_prng_is_no_yardstick(tmp_path):
+    """A JAX Transformer job that recorded its PRNG (run.prng: its dropout masks' generator) pairs with the
+    lines of that generator only; a line or a job from before either recorded one still pairs."""
+    db = tmp_path / "mlflow.db"
+    client, eid = open_store(f"sqlite:///{db}", "dlbench")
+    model = {"name": "transformer", "task": "translation", "batch_tokens": 40960}
+    for name, tput, tags in (("rbg", 322e3, {"run.prng": "rbg"}), ("unknown", 321e3, {})):
+        config = {"framework": {"name": "jax"}, "model": model, "precision": {"name": "tf32"}}
+        metrics = {"throughput": tput, "loss_last": 10.0}
+        log_config(client, eid, name, config, metrics, {"run.optimizer": "adam/optax", **tags})
+    common = {"framework": "jax", "jit": True, "compile": True, "optimizer": "optax", "model": "transformer",
+              "mode": "train", "precision": "tf32", "batch_tokens": 40960, "unit": "target tokens/s"}  # fmt: skip
+    lines = [
+        common | {"prng": "threefry2x32", "throughput": 328e3},
+        common | {"prng": "rbg", "throughput": 320e3},
+    ]
+    assert sorted(page_lines(tmp_path, db, "p", lines, "harness")) == [
+        "- [p] harness vs hand-written loop, JAX Transformer TF32 train, Adam optax, jax.jit: 321,000 vs 320,000–328,000 target tokens/s = 97.9–100.3% (goal ≥ 99%).",
+        "- [p] harness vs hand-written loop, JAX Transformer TF32 train, Adam optax, jax.jit: 322,000 vs 320,000 target tokens/s = 100.6% (goal ≥ 99%).",
+    ]  # fmt: skip
+
+
 def test_serve_jobs_get_a_loadgen_table_with_their_percentiles_and_verdict(tmp_path):
     """A finished mode=serve job is one line of the serving table, with the figures LoadGen's summary gave
     (as serving/record.py logs them); a failed one and the training jobs are not in it."""

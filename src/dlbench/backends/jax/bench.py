@@ -66,7 +66,9 @@ class JaxBench(SpecBench):
         on_gpu = self.dev.platform == "gpu"
         self.device = f"cuda:{self.dev.id}" if on_gpu else "cpu"
         self.prec = JaxPrecision(plan_precision(job.precision, "cuda" if on_gpu else "cpu"))
-        # XLA's RngBitGenerator: a network's initialisers compile in a third of threefry's time on a CPU
+        # XLA's RngBitGenerator ("rbg"): a network's initialisers compile in a third of threefry's time on a
+        # CPU, and the training step draws its dropout masks from it (Philox on a GPU, as torch and TF draw
+        # theirs); run.prng records it, and the yardsticks draw from the same
         init_key, key = jax.random.split(jax.random.key(job.schedule.seed, impl="rbg"))
         family = self.load_family(JaxFamily)
         module = family.build_model(job.model, self.prec.compute_dtype, self.prec.param_dtype)
@@ -221,6 +223,7 @@ class JaxBench(SpecBench):
             "memory_format": "NHWC",
             "compiled": "jit" if fw.jit else False,
             "donated": bool(fw.jit and fw.donate and self.train),
+            **({"prng": str(jax.random.key_impl(self.carry[3]))} if self.train else {}),
         }
 
     def params(self) -> int:
