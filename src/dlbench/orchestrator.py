@@ -232,7 +232,7 @@ class JobRunner:
                 if isinstance(reader, HostReader | ProcessWatch):
                     reader.attach(pid)
             deadline = time.monotonic() + self.job.timeout_s
-            for event in worker.events(deadline):
+            for event in worker.events(deadline, self.progress.quiet):
                 self._on_event(event)
             return self._classify(worker.wait(), worker.python)
         except WorkerTimeout:
@@ -291,7 +291,7 @@ class JobRunner:
             rec.built = ev
             self.recording.built(ev, first)
             self.progress.unit = ev["unit"]
-            self.progress.message(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
+            self.progress.built(f"built on {ev['device']} in {ev['import_s'] + ev['build_s']:.1f}s")
         elif kind == events.WARMUP_STEP:
             self.progress.warmup_step(ev["step"], ev["of"])
         elif kind == events.WARMUP_DONE:

@@ -6,6 +6,9 @@ import logging
 import sys
 
 log = logging.getLogger("dlbench")
+# a worker silent this long gets a line (then one more each time as long again): a first step that compiles
+# or autotunes for minutes (cuDNN's benchmark of fp32 convolutions) otherwise looks like a hang
+QUIET_S = 60.0
 
 
 class Progress:
@@ -16,6 +19,9 @@ class Progress:
         self.k = steps_per_window
         self.warmup = warmup_steps
         self.total = warmup_steps + windows * steps_per_window
+        self._built = False
+        self._warm_done = 0
+        self._quiet_told = 0
         self._bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
@@ -28,7 +34,29 @@ class Progress:
         else:
             log.info("%s: %s", self.label, text)
 
+    def built(self, text: str) -> None:
+        self._built, self._quiet_told = True, 0
+        self.message(text)
+
+    def quiet(self, silent_s: float) -> None:
+        """The worker has said nothing for `silent_s` seconds: a line at each multiple of QUIET_S naming
+        the step it is in."""
+        if silent_s < QUIET_S:
+            self._quiet_told = 0
+            return
+        if silent_s < QUIET_S * (self._quiet_told + 1):
+            return
+        self._quiet_told = int(silent_s // QUIET_S)
+        if not self._built:
+            where = "starting (imports, building the model)"
+        elif self._warm_done < self.warmup:
+            where = f"warm-up step {self._warm_done + 1}/{self.warmup} (the first steps compile and autotune)"
+        else:
+            where = "running"
+        self.message(f"{where}: nothing new from the worker for {int(silent_s)} s")
+
     def warmup_step(self, step: int, of: int) -> None:
+        self._warm_done, self._quiet_told = step, 0
         if of != self.warmup:  # the bench warms up longer (one step per batch shape): the bar grows
             self.total += of - self.warmup
             self.warmup = of
@@ -52,6 +80,7 @@ class Progress:
             log.info("%s: %d steps per window (schedule.min_timed_s)", self.label, steps_per_window)
 
     def window(self, index: int, throughput: float) -> None:
+        self._quiet_told = 0
         if self._bar is not None:
             self._bar.update(self.k)
             self._bar.set_postfix_str(f"{throughput:,.1f} {self.unit}/s")

@@ -11,7 +11,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +63,18 @@ class Worker:
         self._read_fd = read_fd
         return self.proc.pid
 
-    def events(self, deadline: float) -> Iterator[dict[str, Any]]:
+    def events(
+        self, deadline: float, on_quiet: Callable[[float], None] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Yield events until the worker closes the pipe or exits; WorkerTimeout past `deadline`
         (a time.monotonic() value). A signal wakes the wait (signals' self-pipe) and is raised here, a
-        safe point, as signals.Interrupted."""
+        safe point, as signals.Interrupted. While the worker says nothing, `on_quiet` gets the seconds
+        since it last did (about twice a second), so a long silent step can be reported as one."""
         assert self.proc is not None and self._read_fd is not None
         reader = EventReader()
         wake = signals.wake_fd()
         watched = [self._read_fd] + ([wake] if wake is not None else [])
+        heard = time.monotonic()
         while True:
             signals.check()
             remaining = deadline - time.monotonic()
@@ -81,9 +85,12 @@ class Worker:
                 chunk = os.read(self._read_fd, 1 << 16)
                 if not chunk:
                     return
+                heard = time.monotonic()
                 yield from reader.feed(chunk)
             elif self.proc.poll() is not None:
                 return  # exited; a grandchild may still hold the pipe open
+            elif on_quiet is not None:
+                on_quiet(time.monotonic() - heard)
 
     def wait(self, timeout: float = 30.0) -> int:
         assert self.proc is not None
