@@ -6,6 +6,6 @@
 . results/h200/commands_z24/lib.sh
 wheels || exit 1
 fresh ssd_torche_fp32 330 +experiment=frameworks_gpu framework=torch execution=eager mode=train precision=fp32 model=ssd300
-grep -h "built on\|warm-up step\|steps per window" "$W/logs/ssd_torche_fp32.log" | cut -c1-160 | head -8
+grep -h "built on\|warm-up step\|nothing new\|steps per window" "$W/logs/ssd_torche_fp32.log" | cut -c1-160 | head -8
 bare 220 python3 yardsticks/bare_ssd300.py --device cuda --precision fp32 --mode train --batch 128 --steps 10 --windows 5
 finish
