@@ -17,7 +17,7 @@ Weights stay float32 (param_dtype); float inputs arrive as float32 and the first
 The step is one `jax.jit` call with the state (weights, optimizer state, batch statistics, PRNG key) donated
 to its outputs (--no-jit: op by op, nothing donated); a call returns once its work is dispatched. The key is
 XLA's RngBitGenerator ("rbg", Philox on a GPU), as dlbench's JAX worker draws its dropout masks;
-`--prng threefry2x32` (JAX's default) times the other generator, which draws the same masks at another cost.
+`--prng threefry2x32` (JAX's default) times the other generator: other masks of the same distribution.
 """
 
 from __future__ import annotations
