@@ -408,6 +408,8 @@ def test_report_files(store, tmp_path):
         in md
     )
     assert "![throughput: resnet50 train](throughput-resnet50-train.png)" in md
+    # the allocator's peak spans the warm-up, NVML's the timed phase: the note says which is which
+    assert "Framework mem peak: the allocator's peak over the whole job, warm-up included" in md
     assert "| mxnet-resnet50-fp32-train | mxnet | hybridized | resnet50 | fp32 | train | FAILED | oom |" in md
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == len(report.images)

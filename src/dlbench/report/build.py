@@ -246,7 +246,14 @@ def _table_note(analysis: Analysis) -> str:
         "equal counts. "
         f"{DASH}: not measured"
     )
-    return note + (" (no GPU telemetry in these runs: CPU only)." if not analysis.has_gpu else ".")
+    if not analysis.has_gpu:
+        return note + " (no GPU telemetry in these runs: CPU only)."
+    # the two memory columns cover different spans: a reader seeing the allocator above NVML needs to know why
+    return note + (
+        ". GPU mem peak: NVML over the timed phase. Framework mem peak: the allocator's peak over the whole job,"
+        " warm-up included, so autotuning's trial workspaces (cuDNN's benchmark, for one) can count and lift it"
+        " above the GPU's figure."
+    )
 
 
 def _overview(
