@@ -378,3 +378,16 @@ def test_a_reader_that_goes_away_loses_no_run(cli):
     assert "Logging error" not in err and "BrokenPipeError" not in err, err[-2000:]
     jobs = children_of(cli.runs(), sweep_parent(cli.runs()).info.run_id)
     assert sorted(r.info.status for r in jobs) == ["FINISHED", "FINISHED"]
+
+
+def test_a_silent_worker_gets_a_line_naming_its_step(cli):
+    # debug.fault=hang: the worker stops at its first timed step and says nothing more; after a minute of
+    # that the console names where it is (as for a first step autotuning for minutes), then the cap ends it
+    res = cli.run([*TINY, "debug.fault=hang", "timeout_s=75"], multirun=False)
+    assert res.returncode == 1
+    out = res.stdout + res.stderr
+    assert "running: nothing new from the worker for 60 s" in out, out[-3000:]
+    assert "for 120 s" not in out  # one line a minute, not one per poll
+    (run,) = cli.runs()
+    assert run.data.tags["failure"] == "timeout"
+    assert workers_under(cli.tmp) == []
