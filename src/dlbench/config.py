@@ -23,6 +23,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float16", "bfloat16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 OPTIMIZER_IMPLS = ("auto", "fused", "foreach")
+PRNG_IMPLS = ("rbg", "threefry2x32")
 
 
 @dataclass
@@ -62,6 +63,10 @@ class JaxConfig(FrameworkConfig):
     name: str = "jax"
     jit: bool = True  # jax.jit-compile the train/infer step (false: op-by-op dispatch)
     donate: bool = True  # donate the step's parameter and optimizer buffers to its outputs (jit only)
+    # the training step's PRNG key, one of PRNG_IMPLS: where dropout masks come from. rbg is XLA's
+    # RngBitGenerator (Philox on a GPU, as torch and TF draw dropout), threefry2x32 JAX's default; neither
+    # is faster at every precision on a GPU, so the choice is the user's and each run records it
+    prng: str = "rbg"
 
 
 # framework.name -> its schema (conf/framework/<name>.yaml uses `<name>_schema`)
@@ -353,6 +358,8 @@ def validate(job: JobConfig) -> None:
     ]
     checks += devices_problems(job)
     fw = job.framework
+    if isinstance(fw, JaxConfig):
+        checks.append((fw.prng in PRNG_IMPLS, f"framework.prng={fw.prng!r}: use one of {PRNG_IMPLS}"))
     if isinstance(fw, TorchConfig):
         checks += [
             (

@@ -58,6 +58,12 @@ JOBS = {
     "infer_amp": {"mode": "infer", "precision": AMP, "compute": "bfloat16"},
     "train_fp16": {"mode": "train", "precision": FP16, "compute": "float16"},
     "train_eager": {"mode": "train", "precision": PrecisionConfig(), "compute": "float32", "jit": False},
+    "train_threefry": {
+        "mode": "train",
+        "precision": PrecisionConfig(),
+        "compute": "float32",
+        "prng": "threefry2x32",
+    },
 }
 
 
@@ -71,6 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         for name, spec in JOBS.items():
             job = tiny_job("jax", spec)
             job.framework.jit = spec.get("jit", True)
+            job.framework.prng = spec.get("prng", "rbg")
             workers[name] = pool.submit(run_worker, job, tmp / f"{name}.json", env, python=PYTHON)
         return {"stats": stats.result(), **{name: f.result() for name, f in workers.items()}}
 
@@ -122,7 +129,8 @@ def test_jobs_run_through_the_worker(runs: dict, name: str) -> None:
     run = done["run"]
     assert run["compiled"] == ("jit" if spec.get("jit", True) else False)
     assert run["donated"] == (spec["mode"] == "train" and spec.get("jit", True))
-    assert run.get("prng") == ("rbg" if spec["mode"] == "train" else None)  # the yardsticks' generator
+    # the step's key, read back from the state the step carries: framework.prng, rbg unless set
+    assert run.get("prng") == (spec.get("prng", "rbg") if spec["mode"] == "train" else None)
     if spec["mode"] == "train":
         assert all(w["loss"] > 0 for w in windows)
         assert run["optimizer"] == "sgd/optax"

@@ -89,6 +89,7 @@ def test_wrong_type_is_refused_at_composition(compose):
         ({"dataset": {"name": "imagenet"}}, "dataset.path"),
         ({"framework": {"compile_mode": "fast"}}, "framework.compile_mode"),
         ({"framework": {"optimizer_impl": "apex"}}, "framework.optimizer_impl"),
+        ({"framework": {"name": "jax", "prng": "philox"}}, "framework.prng"),
         ({"model": {"image_size": 4}}, "model.image_size"),
         ({"model": {"num_classes": 1}}, "model.num_classes"),
         ({"model": {"task": "segmentation"}}, "model.task"),

@@ -67,9 +67,11 @@ class JaxBench(SpecBench):
         self.device = f"cuda:{self.dev.id}" if on_gpu else "cpu"
         self.prec = JaxPrecision(plan_precision(job.precision, "cuda" if on_gpu else "cpu"))
         # XLA's RngBitGenerator ("rbg"): a network's initialisers compile in a third of threefry's time on a
-        # CPU, and the training step draws its dropout masks from it (Philox on a GPU, as torch and TF draw
-        # theirs); run.prng records it, and the yardsticks draw from the same
+        # CPU. The training step draws its dropout masks from framework.prng's generator (rbg: Philox on a
+        # GPU, as torch and TF draw theirs); run.prng records it, and the yardsticks' --prng names the same
         init_key, key = jax.random.split(jax.random.key(job.schedule.seed, impl="rbg"))
+        if job.framework.prng != "rbg":
+            key = jax.random.key(job.schedule.seed, impl=job.framework.prng)
         family = self.load_family(JaxFamily)
         module = family.build_model(job.model, self.prec.compute_dtype, self.prec.param_dtype)
         # compiled: Flax's initialisers run op by op otherwise, seconds for a small network on a CPU
