@@ -320,6 +320,29 @@ def test_compiled_runs_are_compared_only_with_compiled_runs(tmp_path):
     ]
 
 
+def test_jax_runs_of_two_dropout_generators_are_two_configurations(tmp_path):
+    # framework.prng=rbg,threefry2x32: both runs stay in the report, the one off the usual generator labelled
+    # and in a table of its own; neither is hidden as a repeat of the other
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "framework=torch,jax framework.prng=rbg,threefry2x32")
+    log_job(
+        client, eid, sweep.run_id, "torch transformer bf16 train", (95, 100, 105), knobs={"compile": True}
+    )
+    log_job(client, eid, sweep.run_id, "jax transformer bf16 train", (101, 104, 107), knobs={"prng": "rbg"})
+    log_job(
+        client, eid, sweep.run_id, "jax transformer bf16 train", (96, 99, 102), knobs={"prng": "threefry2x32"}
+    )
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    assert analysis.hidden == 0
+    tables = {
+        g.variant: sorted((e.job.framework, e.job.metric("throughput")) for e in g.entries)
+        for g in analysis.groups
+    }
+    assert tables == {"": [("jax", 104), ("torch", 100)], "framework.prng=threefry2x32": [("jax", 99)]}
+
+
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):
     [failed] = sweep_analysis.failed
     assert (failed.framework, failed.status, failed.failure) == ("mxnet", "FAILED", "oom")

@@ -53,6 +53,9 @@ VARIANT_PARAMS = (
     # compared with each other, so a framework left on one thread cannot lose to one given two.
     "threads.intra_op",
     "threads.inter_op",
+    # JAX's dropout generator: the same step with another generator runs at another speed (1.8% apart at
+    # tf32 on an H100), so a sweep over it is two configurations, never one run superseding the other
+    "framework.prng",
 )
 NOT_VARIANT_MODEL_PARAMS = ("model.name", "model.task", "model.batch_size", "model.params", "model.gflops")
 # The hardware a run measured, from its host.* and gpu.* tags: a variant key too, so that runs of one store
