@@ -4,7 +4,9 @@ Hydra refuses `precison=amp` without saying what was meant, and accepts `+precis
 own message suggests) as a new key that nothing reads: the job then runs fp32 and exits 0. Every key
 of a `key=value` override, with or without `+`, `++` or `~`, must be a config group or a key of the
 schema registered with Hydra (dlbench.config.register_configs: the job schema and every group's
-schemas, so per-framework or per-family keys count too).
+schemas, so per-framework or per-family keys count too), and a key of one option's schema needs that option:
+`framework.prng` (JAX's) beside `framework=torch` is refused here, in one line, rather than by Hydra in seven,
+and in a sweep only when the first job it cannot compose is reached, after the jobs before it ran.
 """
 
 from __future__ import annotations
@@ -38,9 +40,15 @@ def check_overrides(argv: list[str]) -> str | None:
             and (refused := _check_options(key, override.split("=", 1)[1], override))
         ):
             return refused
-        if (
-            key.split(".", 1)[0].split("/", 1)[0] == "hydra" or key in groups or key in keys
-        ):  # hydra/launcher=…
+        if key.split(".", 1)[0].split("/", 1)[0] == "hydra" or key in groups:  # hydra/launcher=…
+            continue
+        if key in keys:
+            if (
+                own_options
+                and not override.startswith("~")
+                and (refused := _wrong_option(key, override, argv))
+            ):
+                return refused
             continue
         close = difflib.get_close_matches(key, sorted(keys | groups), n=3, cutoff=0.6)
         hint = (
@@ -74,6 +82,73 @@ def _check_options(group: str, value: str, override: str) -> str | None:
             "nothing was run or recorded)"
         )
     return None
+
+
+def _wrong_option(key: str, override: str, argv: list[str]) -> str | None:
+    """One line for a key of one option's schema given with another option of its group (`framework.prng`,
+    JAX's, with `framework=torch`), naming the options that have it."""
+    group, _, rest = key.partition(".")
+    chosen = _chosen_options(group, argv)
+    if not rest or not chosen:
+        return None
+    known = {o: option_keys(group, o) for o in group_options(group)}
+    if any(known.get(o) is None for o in chosen):  # an option from elsewhere, or one without a schema
+        return None
+    lacking = [o for o in chosen if rest not in known[o]]
+    owners = [o for o, keys in known.items() if keys and rest in keys]
+    if not lacking or not owners:
+        return None
+    return (
+        f"`{override}`: {key} is a key of {group}={','.join(owners)} only, and this command composes "
+        f"{group}={','.join(lacking)}: drop it, or give it in a command of its own with {group}={owners[0]} "
+        "(nothing was run or recorded)"
+    )
+
+
+def _chosen_options(group: str, argv: list[str]) -> list[str] | None:
+    """The options of `group` this command composes: from the command line, else the experiment's sweep or
+    defaults, else conf/config.yaml's default; None where that is not plain to read here (a sweep function),
+    which leaves the check to Hydra."""
+    words = list(_overrides(argv))
+    given = [w.split("=", 1)[1] for w in words if w.split("=", 1)[0].lstrip("+") == group]
+    if given:
+        value = given[-1]
+        if any(c in value for c in "()[]${}"):
+            return None
+        return [v.strip().strip("'\"") for v in value.split(",")]
+    experiments = [w.split("=", 1)[1] for w in words if w.split("=", 1)[0].lstrip("+") == "experiment"]
+    if experiments:
+        path = CONF_DIR / "experiment" / f"{experiments[-1]}.yaml"
+        if not path.is_file():
+            return None
+        exp = OmegaConf.load(path)
+        swept = OmegaConf.select(exp, f"hydra.sweeper.params.{group}")
+        if swept is not None:
+            return [v.strip() for v in str(swept).split(",")]
+        if (chosen := _default_choice(exp, f"override /{group}")) is not None:
+            return [chosen]
+    chosen = _default_choice(OmegaConf.load(CONF_DIR / "config.yaml"), group)
+    return [chosen] if chosen is not None else None
+
+
+def _default_choice(conf: DictConfig, entry: str) -> str | None:
+    for item in conf.get("defaults", []):
+        if isinstance(item, DictConfig) and entry in item:
+            return str(item[entry])
+    return None
+
+
+def option_keys(group: str, option: str) -> set[str] | None:
+    """The dotted keys under `group` when `option` is chosen: those of the schema its yaml names in its
+    defaults list (every option of a family shares its schema); None where no schema says."""
+    from hydra.core.config_store import ConfigStore
+
+    path = CONF_DIR / group / f"{option}.yaml"
+    if not path.is_file():
+        return None
+    schemas = [str(d) for d in OmegaConf.load(path).get("defaults", []) if str(d).endswith("_schema")]
+    entry = ConfigStore.instance().repo.get(group, {}).get(f"{schemas[0]}.yaml") if schemas else None
+    return _dotted(entry.node) if entry is not None else None
 
 
 def _parse_problem(override: str) -> str | None:

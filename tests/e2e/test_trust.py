@@ -199,6 +199,15 @@ def test_an_unknown_key_is_refused_naming_the_closest_keys(cli, override, sugges
     assert not cli.db.exists()
 
 
+def test_a_sweep_given_a_key_of_another_framework_is_refused_before_any_job(cli):
+    res = cli.run([*TINY, "framework=jax,torch", "framework.prng=threefry2x32"])
+    out = res.stdout + res.stderr
+    assert res.returncode == 2 and "Traceback" not in out and "HYDRA_FULL_ERROR" not in out
+    (line,) = [x for x in out.splitlines() if "framework.prng" in x]
+    assert "a key of framework=jax only, and this command composes framework=torch" in line
+    assert not cli.db.exists()  # the JAX job, first in the sweep, never ran
+
+
 @pytest.mark.parametrize("bad", ["schedule.windows=-1", "device=gpu"])
 def test_a_sweep_refused_by_validation_leaves_no_empty_parent(cli, bad):
     res = cli.run([*TINY, bad])

@@ -74,6 +74,38 @@ def test_an_unknown_group_option_is_one_line_with_the_closest_options(argv, hint
     assert "torch_schema" not in refused.split("(options: ")[1]  # internal schema names are never offered
 
 
+@pytest.mark.parametrize(
+    ("argv", "owners", "composed"),
+    [
+        (["framework=torch", "framework.prng=rbg"], "framework=jax only", "framework=torch"),
+        (["framework.prng=rbg"], "framework=jax only", "framework=torch"),  # conf/config.yaml's default
+        (["-m", "framework=jax,tf", "framework.prng=rbg"], "framework=jax only", "framework=tf"),
+        (
+            ["-m", "+experiment=frameworks_gpu", "framework.prng=rbg"],
+            "framework=jax only",
+            "framework=tf,torch",
+        ),
+        (["+experiment=accuracy_ssd", "model.depth=3"], "model=resnet50,resnet_cifar", "model=ssd300"),
+    ],
+)
+def test_a_key_of_another_option_is_one_line_naming_the_options_that_have_it(argv, owners, composed):
+    register_configs()
+    refused = check_overrides(argv)
+    assert f"is a key of {owners}" in refused and f"this command composes {composed}:" in refused
+    assert "\n" not in refused
+
+
+def test_a_key_of_the_chosen_option_or_a_sweep_function_passes():
+    register_configs()
+    assert check_overrides(["framework=jax", "framework.prng=threefry2x32"]) is None
+    assert (
+        check_overrides(["-m", "+experiment=frameworks_gpu", "framework=jax", "framework.prng=rbg"]) is None
+    )
+    assert check_overrides(["model=ssd300", "model.depth=3"]) is not None
+    assert check_overrides(["framework=choice(jax)", "framework.prng=rbg"]) is None  # Hydra's to read
+    assert check_overrides(["~framework.prng"]) is None
+
+
 def test_known_keys_groups_hydra_keys_and_flag_values_pass():
     register_configs()
     argv = ["-m", "framework=tf,torch", "+experiment=smoke", "model.depth=8", "~model.depth", "threads=2",
