@@ -46,10 +46,12 @@ def log_job(
     repeats: int = 1,
     knobs: dict | None = None,
     params: dict[str, str] | None = None,
+    older: tuple[str, ...] = (),
 ) -> str:
     """One job run as the orchestrator writes it; what = "framework model precision mode",
     tput = (p05, median, p95); knobs = the framework's own keys (e.g. {"compile": True}); params: logged
-    over the config's (e.g. {"serve.scenario": "server"} or LoadGen's "loadgen.*")."""
+    over the config's (e.g. {"serve.scenario": "server"} or LoadGen's "loadgen.*"); older: config keys left
+    out, as a version from before they existed logged the run."""
     framework, model, precision, mode = what.split()
     job = JobConfig.from_dict(
         {
@@ -63,7 +65,8 @@ def log_job(
     run = RunLogger.create(
         client, experiment_id, f"{framework}-{model}-{precision}-{mode}", parent_id, {"dlbench.kind": "job"}
     )
-    run.params(flatten(job.to_dict()) | {"batch_size": job.batch_size} | (params or {}))
+    logged = {k: v for k, v in flatten(job.to_dict()).items() if k not in older}
+    run.params(logged | {"batch_size": job.batch_size} | (params or {}))
     values = {"warmup_s": 4.0, "cpu_util_mean": 30.0, "startup_s": 2.0, "host_rss_mib_max": 900.0}
     if tput is not None:
         values |= {"throughput_p05": tput[0], "throughput": tput[1], "throughput_p95": tput[2]}
@@ -341,6 +344,32 @@ def test_jax_runs_of_two_dropout_generators_are_two_configurations(tmp_path):
         for g in analysis.groups
     }
     assert tables == {"": [("jax", 104), ("torch", 100)], "framework.prng=threefry2x32": [("jax", 99)]}
+
+
+def test_a_jax_run_from_before_the_generator_option_is_an_rbg_run(tmp_path):
+    # a store holding a JAX run logged without framework.prng (rbg was the only generator then) and a newer
+    # threefry run: two configurations, the old run not hidden as a repeat
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, eid = open_store(uri, "dlbench")
+    sweep = make_sweep(client, eid, "framework=jax")
+    old = ("framework.prng",)
+    log_job(client, eid, sweep.run_id, "jax transformer bf16 train", (101, 104, 107), older=old)
+    log_job(client, eid, sweep.run_id, "jax transformer bf16 infer", (50, 51, 52), older=old)
+    log_job(
+        client, eid, sweep.run_id, "jax transformer bf16 train", (96, 99, 102), knobs={"prng": "threefry2x32"}
+    )
+    log_job(client, eid, sweep.run_id, "jax transformer bf16 infer", (49, 50, 51), knobs={"prng": "rbg"})
+    sweep.finish("FINISHED")
+    analysis = analyze(select(client, uri, run_id=sweep.run_id).jobs)
+    assert analysis.hidden == 1  # the infer runs are one configuration (rbg both): the older is a repeat
+    tables = {
+        (g.mode, g.variant): sorted(e.job.metric("throughput") for e in g.entries) for g in analysis.groups
+    }
+    assert tables == {
+        ("train", "framework.prng=rbg"): [104],
+        ("train", "framework.prng=threefry2x32"): [99],
+        ("infer", ""): [50],
+    }
 
 
 def test_failed_runs_listed_with_their_failure_tag(sweep_analysis):

@@ -326,7 +326,7 @@ def job_row(run: Run) -> JobRow:
         mode=p.get("mode", "?"),
         start_ms=run.info.start_time or 0,
         metrics={k: float(m[k]) for k in (*SUMMARY_METRICS, *SERVE_METRICS) if k in m},
-        variant_params={k: v for k, v in p.items() if _is_variant_param(k)} | _machine(t),
+        variant_params={k: v for k, v in p.items() if _is_variant_param(k)} | _prng(p, t) | _machine(t),
         failure=t.get(FAILURE_TAG),
         failure_message=message.strip().splitlines()[0][:300] if message and message.strip() else None,
         spread_flag=t.get(SPREAD_FLAG_TAG),
@@ -360,6 +360,14 @@ def machine_label(tags: dict[str, str]) -> str | None:
     label = f"{cpu} ×{tags[CPU_COUNT_TAG]}" if tags.get(CPU_COUNT_TAG) else cpu
     gpu = tags.get(GPU_NAME_TAG)
     return f"{gpu}, {label}" if gpu else label
+
+
+def _prng(params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:
+    """A JAX run recorded before framework.prng existed: its generator from the run.prng tag, else rbg (the
+    only one the worker used then), so such a run and a threefry one stay two configurations."""
+    if params.get("framework.name") != "jax" or "framework.prng" in params:
+        return {}
+    return {"framework.prng": tags.get("run.prng", "rbg")}
 
 
 def _machine(tags: dict[str, str]) -> dict[str, str]:
