@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from dlbench.config import JobConfig, register_configs, validate
 from dlbench.report import ReportInputError, build_report, describe_store, open_client
-from dlbench.report.analysis import analyze, interval, separated
+from dlbench.report.analysis import analyze, faster_text, interval, separated
 from dlbench.report.load import job_row, select
 from dlbench.report.render import DASH, DIVERGED, FEW, FLAG, failed_table, findings_block, result_table
 from dlbench.tracking.run_logger import RunLogger, flatten
@@ -321,6 +321,20 @@ def test_compiled_runs_are_compared_only_with_compiled_runs(tmp_path):
     assert [f.text for f in findings if f.kind == "framework"] == [
         "on resnet50 train fp32 (eager/graph runs), torch is 25% faster than tf."
     ]
+
+
+@pytest.mark.parametrize(
+    ("ratio", "text"),
+    [
+        (1.004, "0.4% faster"),
+        (1.0094, "0.9% faster"),
+        (1.12, "12% faster"),
+        (1.996, "100% faster"),
+        (2.3, "2.3× faster"),
+    ],
+)
+def test_a_small_lead_is_never_written_as_zero_percent(ratio, text):
+    assert faster_text(ratio) == text
 
 
 def test_jax_runs_of_two_dropout_generators_are_two_configurations(tmp_path):

@@ -352,8 +352,12 @@ def precision_label(name: str) -> str:
 
 
 def faster_text(r: float) -> str:
-    """1.12 -> '12% faster'; 2.3 -> '2.3× faster' (percentages stop reading well past 100%)."""
-    return f"{r:.1f}× faster" if r >= 2 else f"{(r - 1) * 100:.0f}% faster"
+    """1.12 -> '12% faster'; 1.004 -> '0.4% faster' (a difference the spread allows, never '0% faster');
+    2.3 -> '2.3× faster' (percentages stop reading well past 100%)."""
+    if r >= 2:
+        return f"{r:.1f}× faster"
+    pct = (r - 1) * 100
+    return f"{pct:.1f}% faster" if pct < 0.95 else f"{pct:.0f}% faster"
 
 
 def _findings(g: Group) -> list[Finding]:
