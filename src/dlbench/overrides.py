@@ -69,10 +69,11 @@ def group_options(group: str) -> list[str]:
 
 def _check_options(group: str, value: str, override: str) -> str | None:
     """One line for a group option that does not exist (`framework=pytorch`), naming the closest ones."""
-    if not value or any(c in value for c in "()[]${}"):  # sweep functions, interpolations: Hydra's to parse
+    choices = _plain_choices(value)
+    if choices is None:
         return None
     options = group_options(group)
-    for choice in (v.strip().strip("'\"") for v in value.split(",")):
+    for choice in choices:
         if choice in options or choice in ("null", "none"):
             continue
         close = difflib.get_close_matches(choice, options, n=2, cutoff=0.5)
@@ -88,11 +89,11 @@ def _wrong_option(key: str, override: str, argv: list[str]) -> str | None:
     """One line for a key of one option's schema given with another option of its group (`framework.prng`,
     JAX's, with `framework=torch`), naming the options that have it."""
     group, _, rest = key.partition(".")
-    chosen = _chosen_options(group, argv)
-    if not rest or not chosen:
-        return None
-    known = {o: option_keys(group, o) for o in group_options(group)}
-    if any(known.get(o) is None for o in chosen):  # an option from elsewhere, or one without a schema
+    known = {o: _option_keys(group, o) for o in group_options(group)} if rest else {}
+    chosen = _chosen_options(group, argv) if known else None
+    if not chosen or any(
+        known.get(o) is None for o in chosen
+    ):  # an option from elsewhere, or one without a schema
         return None
     lacking = [o for o in chosen if rest not in known[o]]
     owners = [o for o, keys in known.items() if keys and rest in keys]
@@ -112,10 +113,7 @@ def _chosen_options(group: str, argv: list[str]) -> list[str] | None:
     words = list(_overrides(argv))
     given = [w.split("=", 1)[1] for w in words if w.split("=", 1)[0].lstrip("+") == group]
     if given:
-        value = given[-1]
-        if any(c in value for c in "()[]${}"):
-            return None
-        return [v.strip().strip("'\"") for v in value.split(",")]
+        return _plain_choices(given[-1])
     experiments = [w.split("=", 1)[1] for w in words if w.split("=", 1)[0].lstrip("+") == "experiment"]
     if experiments:
         path = CONF_DIR / "experiment" / f"{experiments[-1]}.yaml"
@@ -124,11 +122,19 @@ def _chosen_options(group: str, argv: list[str]) -> list[str] | None:
         exp = OmegaConf.load(path)
         swept = OmegaConf.select(exp, f"hydra.sweeper.params.{group}")
         if swept is not None:
-            return [v.strip() for v in str(swept).split(",")]
+            return _plain_choices(str(swept))
         if (chosen := _default_choice(exp, f"override /{group}")) is not None:
             return [chosen]
     chosen = _default_choice(OmegaConf.load(CONF_DIR / "config.yaml"), group)
     return [chosen] if chosen is not None else None
+
+
+def _plain_choices(value: str) -> list[str] | None:
+    """The options a group override lists (`tf,torch`); None for what only Hydra can read (a sweep function,
+    an interpolation)."""
+    if not value or any(c in value for c in "()[]${}"):
+        return None
+    return [v.strip().strip("'\"") for v in value.split(",")]
 
 
 def _default_choice(conf: DictConfig, entry: str) -> str | None:
@@ -138,7 +144,7 @@ def _default_choice(conf: DictConfig, entry: str) -> str | None:
     return None
 
 
-def option_keys(group: str, option: str) -> set[str] | None:
+def _option_keys(group: str, option: str) -> set[str] | None:
     """The dotted keys under `group` when `option` is chosen: those of the schema its yaml names in its
     defaults list (every option of a family shares its schema); None where no schema says."""
     from hydra.core.config_store import ConfigStore
