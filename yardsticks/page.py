@@ -53,7 +53,8 @@ COLUMNS = [
     ("run", "run"), ("framework", "p:framework.name"), ("execution", f"t:{EXECUTION_TAG}"),
     ("model", "p:model.name"), ("mode", "p:mode"),
     ("precision", "p:precision.name"),
-    ("data", "p:dataset.name"), ("compile", "compile"), ("optimizer", "optimizer"), ("batch", "p:batch_size"),
+    ("data", "p:dataset.name"), ("compile", "compile"), ("prng", "prng"), ("optimizer", "optimizer"),
+    ("batch", "p:batch_size"),
     ("status", "status"), ("throughput", "m:throughput"), ("p05", "m:throughput_p05"),
     ("p95", "m:throughput_p95"), ("warmup_s", "m:warmup_s"), ("startup_s", "m:startup_s"),
     ("gpu_util", "m:gpu_util_mean"), ("gpu_mem_mib", "m:gpu_mem_used_mib_max"),
@@ -108,6 +109,15 @@ def _compile(params: dict) -> str:
     if params.get("framework.compile") != "True":
         return "-"
     return params.get("framework.compile_mode", "default")
+
+
+def _prng_label(params: dict, tags: dict) -> str:
+    """The generator a JAX training job drew its dropout masks from (the worker's run.prng tag, else its
+    framework.prng setting; unknown (–) for a job from before either existed), "-" where none applies: two
+    jobs that differ only in it are two configurations, and the page must tell them apart."""
+    if params.get("framework.name") != "jax" or params.get("mode") != "train":
+        return "-"
+    return tags.get("run.prng") or params.get("framework.prng") or "–"
 
 
 def _guards(tags: dict) -> str:
@@ -177,6 +187,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
                 "status": run.info.status,
                 "optimizer": _optimizer(p, t),
                 "compile": _compile(p),
+                "prng": _prng_label(p, t),
                 "guards": _guards(t),
                 "tf32": _tf32(t),
             }
@@ -191,7 +202,7 @@ def rows_from(name: str, db: Path) -> list[dict]:
             row["diverged"] = loss is not None and not math.isfinite(loss)
             if row["diverged"]:
                 row["status"] = "FINISHED, diverged"
-            row["_prng"] = t.get("run.prng")  # JAX training: the dropout masks' generator
+            row["_prng"] = row["prng"] if row["prng"] not in ("-", "–") else None  # unknown: pairs with any
             row["_start"] = run.info.start_time
             row["_sweep"] = t.get(PARENT_TAG)
             row["_dali"] = _dali_settings(p)
@@ -291,7 +302,7 @@ class Pair:
         return [100 * self.row["throughput"] / x for x in self.refs]
 
     @property
-    def cell(self) -> tuple[str, str, str, str, str, str]:
+    def cell(self) -> tuple[str, str, str, str, str, str, str]:
         r = self.row
         return (
             FRAMEWORK_NAMES.get(r["framework"], r["framework"]),
@@ -299,6 +310,7 @@ class Pair:
             r["mode"],
             r["precision"].upper(),
             r["compile"],
+            r["prng"],
             str(r["batch"]),
         )
 
@@ -339,6 +351,7 @@ def harness_vs_bare(pairs: list[Pair]) -> list[str]:
         elif r["framework"] == "tf":
             what += ", graph (no XLA)"
         what += ", every position in one call" if one_call else ""
+        what += f", PRNG {r['prng']}" if r["prng"] not in ("-", "–") else ""
         lines.append(f"- [{r['run']}] harness vs hand-written loop, {what}: {r['throughput']:,.0f} vs {_span(p.refs)} "
                      f"{p.unit} = {_span(p.pct, '.1f')}%{_of_median(p)} (goal ≥ 99%).")  # fmt: skip
     return lines
@@ -355,14 +368,17 @@ def _of_median(p: Pair) -> str:
 
 def parity_table(pairs: list[Pair], runs: list[str]) -> list[str]:
     """Harness / yardstick by cell (framework, model, mode, precision, compiler, batch), one column per run that
-    paired any: where each cell stands across runs at a glance (the ratio lines give the figures)."""
+    paired any: where each cell stands across runs at a glance (the ratio lines give the figures). Where a JAX
+    training job recorded its dropout generator, a prng column keeps the two generators' cells apart."""
     cols = [n for n in runs if any(p.row["run"] == n for p in pairs)]
     if not cols:
         return []
+    with_prng = any(p.row["prng"] not in ("-", "–") for p in pairs)
     table: dict[tuple, dict[str, list[float]]] = {}
     for p in pairs:
-        table.setdefault(p.cell, {}).setdefault(p.row["run"], []).extend(p.pct)
-    head = ["framework", "model", "mode", "precision", "compile", "batch", *cols]
+        cell = p.cell if with_prng else p.cell[:5] + p.cell[6:]
+        table.setdefault(cell, {}).setdefault(p.row["run"], []).extend(p.pct)
+    head = ["framework", "model", "mode", "precision", "compile", *(["prng"] if with_prng else []), "batch", *cols]
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell in sorted(table):
         ratios = [f"{_span(table[cell][c], '.1f')}%" if c in table[cell] else "" for c in cols]
