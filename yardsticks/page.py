@@ -378,7 +378,8 @@ def parity_table(pairs: list[Pair], runs: list[str]) -> list[str]:
     for p in pairs:
         cell = p.cell if with_prng else p.cell[:5] + p.cell[6:]
         table.setdefault(cell, {}).setdefault(p.row["run"], []).extend(p.pct)
-    head = ["framework", "model", "mode", "precision", "compile", *(["prng"] if with_prng else []), "batch", *cols]
+    prng = ["prng"] if with_prng else []
+    head = ["framework", "model", "mode", "precision", "compile", *prng, "batch", *cols]
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell in sorted(table):
         ratios = [f"{_span(table[cell][c], '.1f')}%" if c in table[cell] else "" for c in cols]
