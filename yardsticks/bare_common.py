@@ -100,19 +100,26 @@ def param_count(model: torch.nn.Module) -> int:
 
 
 def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
-    """Warm-up, then `windows` windows of `steps` steps, the device synchronized only at window edges.
-    `step` returns (units done, loss or None). Returns (units/s per window, last loss)."""
+    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
+    only at window edges. `step` returns (units done, loss or None). Returns (units/s per window, last loss)."""
     loss = None
-    for _ in range(a.warmup):
-        _, loss = step()
-    rates = []
-    for _ in range(a.windows):
+
+    def window() -> tuple[int, float]:
+        nonlocal loss
         with _window(dev) as seconds:
             units = 0
             for _ in range(a.steps):
                 n, loss = step()
                 units += n
-        rates.append(units / seconds())
+        return units, seconds()
+
+    for _ in range(a.warmup):
+        _, loss = step()
+    bare_cli.stretch(a, lambda: window()[1])
+    rates = []
+    for _ in range(a.windows):
+        units, seconds = window()
+        rates.append(units / seconds)
     return rates, loss
 
 

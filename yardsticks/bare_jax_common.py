@@ -146,23 +146,30 @@ def param_count(params: Any) -> int:
 
 
 def measure(step: Callable[[], tuple[int, Any]], a: argparse.Namespace) -> tuple[list[float], Any]:
-    """Warm-up, then `windows` windows of `steps` steps, the device synchronized only at window edges
-    (block_until_ready on the last step's outputs, which depend on every earlier step) and units
-    counted on the host. `step` returns (units done, its outputs). Returns (units/s per window, last
-    outputs)."""
+    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
+    only at window edges (block_until_ready on the last step's outputs, which depend on every earlier step)
+    and units counted on the host. `step` returns (units done, its outputs). Returns (units/s per window,
+    last outputs)."""
     out = None
-    for _ in range(a.warmup):
-        _, out = step()
-    jax.block_until_ready(out)
-    rates = []
-    for _ in range(a.windows):
+
+    def window() -> tuple[int, float]:
+        nonlocal out
         t0 = time.perf_counter()
         units = 0
         for _ in range(a.steps):
             n, out = step()
             units += n
         jax.block_until_ready(out)
-        rates.append(units / (time.perf_counter() - t0))
+        return units, time.perf_counter() - t0
+
+    for _ in range(a.warmup):
+        _, out = step()
+    jax.block_until_ready(out)
+    bare_cli.stretch(a, lambda: window()[1])
+    rates = []
+    for _ in range(a.windows):
+        units, seconds = window()
+        rates.append(units / seconds)
     return rates, out
 
 

@@ -7,7 +7,8 @@ nothing from dlbench on purpose: dlbench's own figure for the same job must come
 both must run in the same command (same GPU state, same clocks).
 
 Usage: python yardsticks/bare_loop.py [--model resnet50] [--batch 64] [--precision amp|bf16|fp32|tf32]
-       [--mode train|infer] [--warmup 20] [--steps 200] [--repeats 3] [--optimizer fused|foreach]
+       [--mode train|infer] [--warmup 20] [--steps 200] [--repeats 3] [--min-window-s 0]
+       [--optimizer fused|foreach]
        [--compile [--compile-mode default|reduce-overhead|max-autotune|max-autotune-no-cudagraphs]]
 """
 
@@ -18,6 +19,7 @@ import contextlib
 import json
 import statistics
 
+import bare_cli
 import torch
 import torchvision
 
@@ -31,10 +33,19 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--min-window-s",
+        type=float,
+        default=0.0,
+        help="stretch each repeat to at least this many seconds (0: --steps as given), measured by one more "
+        "untimed repeat after the warm-up: a repeat's edges cost a fixed time, so short repeats read low",
+    )
     p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
     p.add_argument("--compile", action="store_true")
     p.add_argument("--compile-mode", default="default")
     a = p.parse_args()
+    if a.min_window_s < 0:
+        p.error(f"--min-window-s {a.min_window_s:g}: use seconds >= 0 (0 times --steps as given)")
 
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
@@ -75,18 +86,24 @@ def main() -> None:
             opt.step()
         return loss.detach()
 
-    for _ in range(a.warmup):
-        step()
-    torch.cuda.synchronize()
-    rates = []
-    for _ in range(a.repeats):
+    def repeat() -> tuple[float, torch.Tensor | None]:
+        """`a.steps` steps between two CUDA events: (seconds, the last loss)."""
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(a.steps):
             loss = step()
         end.record()
         end.synchronize()
-        rates.append(a.steps * a.batch / (start.elapsed_time(end) / 1000.0))
+        return start.elapsed_time(end) / 1000.0, loss
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    bare_cli.stretch(a, lambda: repeat()[0])  # --min-window-s, as every yardstick takes it
+    rates = []
+    for _ in range(a.repeats):
+        seconds, loss = repeat()
+        rates.append(a.steps * a.batch / seconds)
     result = {**vars(a), "samples_per_s": statistics.median(rates), "all": rates, "torch": torch.__version__}
     result["loss_last"] = None if loss is None else float(loss)  # a NaN here voids the figure
     print("BARE " + json.dumps(result))

@@ -168,23 +168,30 @@ def sync() -> None:
 
 
 def measure(step: Callable[[], tuple[int, tf.Tensor | None]], a: argparse.Namespace, prec: Precision):
-    """Warm-up, then `windows` windows of `steps` steps, the devices synchronized only at window edges and
-    units counted on the host. `step` returns (units done, loss or None). Returns (units/s per window,
-    last loss)."""
+    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the devices synchronized
+    only at window edges and units counted on the host. `step` returns (units done, loss or None). Returns
+    (units/s per window, last loss)."""
     loss = None
+
+    def window() -> tuple[int, float]:
+        nonlocal loss
+        t0 = time.perf_counter()
+        units = 0
+        for _ in range(a.steps):
+            n, loss = step()
+            units += n
+        sync()
+        return units, time.perf_counter() - t0
+
     with prec.scope():
         for _ in range(a.warmup):
             _, loss = step()
         sync()
+        bare_cli.stretch(a, lambda: window()[1])
         rates = []
         for _ in range(a.windows):
-            t0 = time.perf_counter()
-            units = 0
-            for _ in range(a.steps):
-                n, loss = step()
-                units += n
-            sync()
-            rates.append(units / (time.perf_counter() - t0))
+            units, seconds = window()
+            rates.append(units / seconds)
     return rates, loss
 
 

@@ -36,7 +36,7 @@ done
 bare() {
   for args in "${bare_args[@]}"; do
     # shellcheck disable=SC2086  # each --bare value is a list of arguments
-    timeout 120 "$python" yardsticks/bare_loop.py --batch 256 --steps 80 --repeats 3 $args | tee -a "$out/bare.jsonl"
+    timeout 120 "$python" yardsticks/bare_loop.py --batch 256 --steps 80 --repeats 3 --min-window-s 2 $args | tee -a "$out/bare.jsonl"
   done
   for command in "${yardsticks[@]}"; do
     # shellcheck disable=SC2086  # each --yardstick value is a command line

@@ -89,6 +89,32 @@ def test_comma_lists_run_every_configuration_in_one_process():
     ]
 
 
+def window_seconds(r: dict, units_per_step: int) -> list[float]:
+    """Each timed window's length, from its rate and the steps it ran."""
+    return [r["steps"] * units_per_step / rate for rate in r["all"]]
+
+
+def test_min_window_s_stretches_every_window_of_every_configuration():
+    """--min-window-s: one untimed window after the warm-up measures the step, and each configuration's windows
+    then run enough steps to last about that long (the BARE line's steps says how many)."""
+    small = ["--batch", "500", "--users", "300", "--items", "200", "--mode", "train,infer"]
+    rc, results, err = bare_all("bare_ncf.py", *TINY, *small, "--min-window-s", "0.3")
+    assert rc == 0, err[-3000:]
+    assert [r["mode"] for r in results] == ["train", "infer"]
+    for r in results:
+        assert r["min_window_s"] == 0.3 and r["steps"] > 1
+        assert all(s > 0.15 for s in window_seconds(r, 500)), (r["steps"], r["all"])
+
+
+def test_a_negative_min_window_s_is_refused_in_one_line():
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bare_ncf.py"), "--device", "cpu", "--min-window-s", "-1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--min-window-s -1: use seconds >= 0" in proc.stderr.splitlines()[-1]
+
+
 def test_an_unknown_precision_is_refused_in_one_line():
     proc = subprocess.run(
         [sys.executable, str(SCRIPTS / "bare_ncf.py"), "--device", "cpu", "--precision", "amp,fp16"],

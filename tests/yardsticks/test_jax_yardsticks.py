@@ -147,10 +147,12 @@ def test_ncf_trains_and_infers():
         "--mode",
         "train,infer",
     ]
-    lines = bare("bare_jax_ncf.py", *tiny)
+    lines = bare("bare_jax_ncf.py", *tiny, "--min-window-s", "0.2")
     pairs = [("fp32", "train"), ("fp32", "infer"), ("tf32", "train"), ("tf32", "infer")]
     check_lines(lines, pairs, jit=True, params=260_673)
     assert [r["batch"] for r in lines] == [1000] * 4 and all(r["unit"] == "samples/s" for r in lines)
+    for r in lines:  # --min-window-s stretched each configuration's windows to about 0.2 s
+        assert r["steps"] > 2 and all(r["steps"] * 1000 / rate > 0.1 for rate in r["all"]), r
     assert [r["matmul_precision"] for r in lines] == ["highest", "highest", "tensorfloat32", "tensorfloat32"]
 
 

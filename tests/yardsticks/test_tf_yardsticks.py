@@ -213,10 +213,12 @@ def test_ncf_xla_runs():
         "--mode",
         "train,infer",
     ]
-    lines, err = bare("bare_tf_ncf.py", *tiny, "--xla", xla_log=True)
+    lines, err = bare("bare_tf_ncf.py", *tiny, "--xla", "--min-window-s", "0.2", xla_log=True)
     pairs = [("fp32", "train"), ("fp32", "infer"), ("amp", "train"), ("amp", "infer")]
     check_lines(lines, pairs, xla=True, params=260_673)
     assert [r["batch"] for r in lines] == [1000] * 4 and all(r["unit"] == "samples/s" for r in lines)
+    for r in lines:  # --min-window-s stretched each configuration's windows to about 0.2 s
+        assert r["steps"] > 2 and all(r["steps"] * 1000 / rate > 0.1 for rate in r["all"]), r
     assert XLA_LOG in err
 
 
