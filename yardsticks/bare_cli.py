@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -94,6 +95,36 @@ def stretch(a: argparse.Namespace, window: Callable[[], float]) -> None:
         seconds = window()
     if seconds < a.min_window_s:
         a.steps = math.ceil(a.steps * a.min_window_s / seconds)
+
+
+def measure(
+    step: Callable[[], tuple[int, Any]], a: argparse.Namespace, sync: Callable[[Any], object]
+) -> tuple[list[float], Any]:
+    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s) timed on the host clock,
+    the device synchronized only at window edges (`sync` of the last step's outputs: JAX blocks on them,
+    TensorFlow drains its devices). `step` returns (units done, its outputs). Returns (units/s per window,
+    the last outputs)."""
+    out = None
+
+    def window() -> tuple[int, float]:
+        nonlocal out
+        t0 = time.perf_counter()
+        units = 0
+        for _ in range(a.steps):
+            n, out = step()
+            units += n
+        sync(out)
+        return units, time.perf_counter() - t0
+
+    for _ in range(a.warmup):
+        _, out = step()
+    sync(out)
+    stretch(a, lambda: window()[1])
+    rates = []
+    for _ in range(a.windows):
+        units, seconds = window()
+        rates.append(units / seconds)
+    return rates, out
 
 
 def report(a: argparse.Namespace, rates: list[float], loss: Any, facts: dict[str, Any]) -> int:

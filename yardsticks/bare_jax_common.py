@@ -26,7 +26,6 @@ import argparse
 import math
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -146,31 +145,9 @@ def param_count(params: Any) -> int:
 
 
 def measure(step: Callable[[], tuple[int, Any]], a: argparse.Namespace) -> tuple[list[float], Any]:
-    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
-    only at window edges (block_until_ready on the last step's outputs, which depend on every earlier step)
-    and units counted on the host. `step` returns (units done, its outputs). Returns (units/s per window,
-    last outputs)."""
-    out = None
-
-    def window() -> tuple[int, float]:
-        nonlocal out
-        t0 = time.perf_counter()
-        units = 0
-        for _ in range(a.steps):
-            n, out = step()
-            units += n
-        jax.block_until_ready(out)
-        return units, time.perf_counter() - t0
-
-    for _ in range(a.warmup):
-        _, out = step()
-    jax.block_until_ready(out)
-    bare_cli.stretch(a, lambda: window()[1])
-    rates = []
-    for _ in range(a.windows):
-        units, seconds = window()
-        rates.append(units / seconds)
-    return rates, out
+    """bare_cli.measure, the windows' edges block_until_ready on the last step's outputs (which depend on every
+    earlier step). `step` returns (units done, its outputs). Returns (units/s per window, last outputs)."""
+    return bare_cli.measure(step, a, jax.block_until_ready)
 
 
 def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:

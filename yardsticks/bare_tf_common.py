@@ -27,7 +27,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -168,31 +167,10 @@ def sync() -> None:
 
 
 def measure(step: Callable[[], tuple[int, tf.Tensor | None]], a: argparse.Namespace, prec: Precision):
-    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the devices synchronized
-    only at window edges and units counted on the host. `step` returns (units done, loss or None). Returns
-    (units/s per window, last loss)."""
-    loss = None
-
-    def window() -> tuple[int, float]:
-        nonlocal loss
-        t0 = time.perf_counter()
-        units = 0
-        for _ in range(a.steps):
-            n, loss = step()
-            units += n
-        sync()
-        return units, time.perf_counter() - t0
-
+    """bare_cli.measure in the precision's scope, the windows' edges draining the devices (`sync`). `step`
+    returns (units done, loss or None). Returns (units/s per window, last loss)."""
     with prec.scope():
-        for _ in range(a.warmup):
-            _, loss = step()
-        sync()
-        bare_cli.stretch(a, lambda: window()[1])
-        rates = []
-        for _ in range(a.windows):
-            units, seconds = window()
-            rates.append(units / seconds)
-    return rates, loss
+        return bare_cli.measure(step, a, lambda _: sync())
 
 
 def gpu_name() -> str | None:
