@@ -38,8 +38,8 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int, warmup_help: str)
         "--min-window-s",
         type=float,
         default=0.0,
-        help="stretch each timed window to at least this many seconds (0: --steps as given); one untimed window "
-        "after the warm-up measures the step, as the harness's schedule.min_timed_s does",
+        help="stretch each timed window to at least this many seconds (0: --steps as given); untimed windows "
+        "after the warm-up measure the step, as the harness's schedule.min_timed_s does",
     )
     p.add_argument("--seed", type=int, default=0)
     return p

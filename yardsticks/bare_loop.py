@@ -37,8 +37,8 @@ def main() -> None:
         "--min-window-s",
         type=float,
         default=0.0,
-        help="stretch each repeat to at least this many seconds (0: --steps as given), measured by one more "
-        "untimed repeat after the warm-up: a repeat's edges cost a fixed time, so short repeats read low",
+        help="stretch each repeat to at least this many seconds (0: --steps as given), measured by untimed "
+        "repeats after the warm-up: a repeat's edges cost a fixed time, so short repeats read low",
     )
     p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
     p.add_argument("--compile", action="store_true")
