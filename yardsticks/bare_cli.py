@@ -11,6 +11,7 @@ yardstick is the loop a careful engineer writes by hand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
 import itertools
@@ -19,7 +20,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 CHOICES = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
@@ -97,24 +98,36 @@ def stretch(a: argparse.Namespace, window: Callable[[], float]) -> None:
         a.steps = math.ceil(a.steps * a.min_window_s / seconds)
 
 
+@contextlib.contextmanager
+def host_clock() -> Iterator[Callable[[], float]]:
+    """The wall clock around a window; the window's closing sync makes it cover the device's work."""
+    elapsed = [math.nan]
+    t0 = time.perf_counter()
+    yield lambda: elapsed[0]
+    elapsed[0] = time.perf_counter() - t0
+
+
 def measure(
-    step: Callable[[], tuple[int, Any]], a: argparse.Namespace, sync: Callable[[Any], object]
+    step: Callable[[], tuple[int, Any]],
+    a: argparse.Namespace,
+    sync: Callable[[Any], object],
+    clock: Callable[[], contextlib.AbstractContextManager[Callable[[], float]]] = host_clock,
 ) -> tuple[list[float], Any]:
-    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s) timed on the host clock,
-    the device synchronized only at window edges (`sync` of the last step's outputs: JAX blocks on them,
-    TensorFlow drains its devices). `step` returns (units done, its outputs). Returns (units/s per window,
-    the last outputs)."""
+    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
+    only at window edges: `sync` of the last step's outputs closes each (JAX blocks on them, TensorFlow drains
+    its devices) inside `clock` (the wall clock; PyTorch's CUDA events). `step` returns (units done, its
+    outputs). Returns (units/s per window, the last outputs)."""
     out = None
 
     def window() -> tuple[int, float]:
         nonlocal out
-        t0 = time.perf_counter()
-        units = 0
-        for _ in range(a.steps):
-            n, out = step()
-            units += n
-        sync(out)
-        return units, time.perf_counter() - t0
+        with clock() as seconds:
+            units = 0
+            for _ in range(a.steps):
+                n, out = step()
+                units += n
+            sync(out)
+        return units, seconds()
 
     for _ in range(a.warmup):
         _, out = step()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -100,45 +99,26 @@ def param_count(model: torch.nn.Module) -> int:
 
 
 def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
-    """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
-    only at window edges. `step` returns (units done, loss or None). Returns (units/s per window, last loss)."""
-    loss = None
+    """bare_cli.measure, each window timed by `_clock(dev)`. `step` returns (units done, loss or None).
+    Returns (units/s per window, last loss)."""
+    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev))
 
-    def window() -> tuple[int, float]:
-        nonlocal loss
-        with _window(dev) as seconds:
-            units = 0
-            for _ in range(a.steps):
-                n, loss = step()
-                units += n
-        return units, seconds()
 
-    for _ in range(a.warmup):
-        _, loss = step()
-    bare_cli.stretch(a, lambda: window()[1])
-    rates = []
-    for _ in range(a.windows):
-        units, seconds = window()
-        rates.append(units / seconds)
-    return rates, loss
+def _clock(dev: torch.device) -> contextlib.AbstractContextManager[Callable[[], float]]:
+    """CUDA events on a GPU (what the GPU finished between them), the wall clock on the CPU."""
+    return _cuda_clock(dev) if dev.type == "cuda" else bare_cli.host_clock()
 
 
 @contextlib.contextmanager
-def _window(dev: torch.device) -> Iterator[Callable[[], float]]:
-    """CUDA events on a GPU (what the GPU finished between them), the wall clock on the CPU."""
+def _cuda_clock(dev: torch.device) -> Iterator[Callable[[], float]]:
     elapsed = [math.nan]
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        yield lambda: elapsed[0]
-        end.record()
-        end.synchronize()
-        elapsed[0] = start.elapsed_time(end) / 1000.0
-    else:
-        t0 = time.perf_counter()
-        yield lambda: elapsed[0]
-        elapsed[0] = time.perf_counter() - t0
+    torch.cuda.synchronize(dev)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    yield lambda: elapsed[0]
+    end.record()
+    end.synchronize()
+    elapsed[0] = start.elapsed_time(end) / 1000.0
 
 
 def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:

@@ -351,7 +351,7 @@ def harness_vs_bare(pairs: list[Pair]) -> list[str]:
         elif r["framework"] == "tf":
             what += ", graph (no XLA)"
         what += ", every position in one call" if one_call else ""
-        what += f", PRNG {r['prng']}" if r["prng"] not in ("-", "–") else ""
+        what += f", PRNG {r['_prng']}" if r["_prng"] else ""
         lines.append(f"- [{r['run']}] harness vs hand-written loop, {what}: {r['throughput']:,.0f} vs {_span(p.refs)} "
                      f"{p.unit} = {_span(p.pct, '.1f')}%{_of_median(p)} (goal ≥ 99%).")  # fmt: skip
     return lines
@@ -373,7 +373,7 @@ def parity_table(pairs: list[Pair], runs: list[str]) -> list[str]:
     cols = [n for n in runs if any(p.row["run"] == n for p in pairs)]
     if not cols:
         return []
-    with_prng = any(p.row["prng"] not in ("-", "–") for p in pairs)
+    with_prng = any(p.row["_prng"] for p in pairs)
     table: dict[tuple, dict[str, list[float]]] = {}
     for p in pairs:
         cell = p.cell if with_prng else p.cell[:5] + p.cell[6:]

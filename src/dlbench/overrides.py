@@ -89,11 +89,13 @@ def _wrong_option(key: str, override: str, argv: list[str]) -> str | None:
     """One line for a key of one option's schema given with another option of its group (`framework.prng`,
     JAX's, with `framework=torch`), naming the options that have it."""
     group, _, rest = key.partition(".")
-    known = {o: _option_keys(group, o) for o in group_options(group)} if rest else {}
-    chosen = _chosen_options(group, argv) if known else None
-    if not chosen or any(
-        known.get(o) is None for o in chosen
-    ):  # an option from elsewhere, or one without a schema
+    options = group_options(group) if rest else []
+    if not options:  # not a key under an option group
+        return None
+    chosen = _chosen_options(group, argv)
+    known = {o: _option_keys(group, o) for o in options}
+    # an option from elsewhere, or one without a schema: Hydra's to judge
+    if not chosen or any(known.get(o) is None for o in chosen):
         return None
     lacking = [o for o in chosen if rest not in known[o]]
     owners = [o for o, keys in known.items() if keys and rest in keys]

@@ -95,7 +95,7 @@ def window_seconds(r: dict, units_per_step: int) -> list[float]:
 
 
 def test_min_window_s_stretches_every_window_of_every_configuration():
-    """--min-window-s: one untimed window after the warm-up measures the step, and each configuration's windows
+    """--min-window-s: untimed windows after the warm-up measure the step, and each configuration's windows
     then run enough steps to last about that long (the BARE line's steps says how many)."""
     small = ["--batch", "500", "--users", "300", "--items", "200", "--mode", "train,infer"]
     rc, results, err = bare_all("bare_ncf.py", *TINY, *small, "--min-window-s", "0.3")
@@ -106,22 +106,22 @@ def test_min_window_s_stretches_every_window_of_every_configuration():
         assert all(s > 0.15 for s in window_seconds(r, 500)), (r["steps"], r["all"])
 
 
-def test_a_negative_min_window_s_is_refused_in_one_line():
+def refusal(*args: str) -> str:
+    """bare_ncf.py's last stderr line for flags it must refuse: exit 2, no traceback."""
     proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bare_ncf.py"), "--device", "cpu", "--min-window-s", "-1"],
+        [sys.executable, str(SCRIPTS / "bare_ncf.py"), "--device", "cpu", *args],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "--min-window-s -1: use seconds >= 0" in proc.stderr.splitlines()[-1]
+    return proc.stderr.splitlines()[-1]
+
+
+def test_a_negative_min_window_s_is_refused_in_one_line():
+    assert "--min-window-s -1: use seconds >= 0" in refusal("--min-window-s", "-1")
 
 
 def test_an_unknown_precision_is_refused_in_one_line():
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bare_ncf.py"), "--device", "cpu", "--precision", "amp,fp16"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "--precision fp16: choose from fp32, tf32, amp, bf16" in proc.stderr.splitlines()[-1]
+    assert "--precision fp16: choose from fp32, tf32, amp, bf16" in refusal("--precision", "amp,fp16")
 
 
 def test_greedy_decoding_with_the_cache_equals_decoding_by_full_recomputation():
