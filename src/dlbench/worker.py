@@ -53,6 +53,12 @@ def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or any(m in text for m in _OOM_MARKERS)
 
 
+def oom_fix(job: JobConfig) -> str:
+    """What an out-of-memory failure's one line leads with: the batch that did not fit and the setting that
+    shrinks it (per device; the framework's own words follow, for where it ran out)."""
+    return f"out of memory at schedule.batch_size={job.batch_size}: lower it"
+
+
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this worker if the orchestrator dies, so no worker outlives its job."""
     if not sys.platform.startswith("linux"):
@@ -265,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     except Exception as exc:
         traceback.print_exc()
+        message = f"{type(exc).__name__}: {exc}"
         kind = "oom" if is_oom(exc) else "crash"
-        emit.emit(events.ERROR, kind=kind, message=f"{type(exc).__name__}: {exc}"[:2000])
+        if kind == "oom":
+            message = f"{oom_fix(job)}; {message}"
+        emit.emit(events.ERROR, kind=kind, message=message[:2000])
         return EXIT_FAILED
     return 0
 

@@ -196,7 +196,9 @@ def test_out_of_memory_is_recorded_as_oom(cli):
     assert res.returncode == 1
     (run,) = cli.runs()
     assert run.info.status == "FAILED" and run.data.tags["failure"] == "oom"
-    assert "allocate" in run.data.tags["failure.message"]
+    message = run.data.tags["failure.message"]
+    assert message.startswith("out of memory at schedule.batch_size=100000000: lower it; ")
+    assert "allocate" in message
 
 
 def test_timeout_kills_the_worker_group(cli):
