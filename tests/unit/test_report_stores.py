@@ -40,7 +40,7 @@ def test_two_stores_of_one_machine_kind_make_one_comparison(tmp_path):
     md = (out / "report.md").read_text()
     assert f"Stores `{a}` (1 runs); `{b}` (1 runs); experiment `dlbench` in each" in md
     assert "## resnet50 train\n" in md and "machine=" not in md
-    assert "tf is 2.0× faster than torch" in md and "different sittings" in md
+    assert "tf is 2.0× faster than torch" in md and "different sweeps" in md
     assert (
         "- Host vm: Intel(R) Xeon(R) Processor, 16 CPUs, ? GiB; git 643561400000, dd9350700000+dirty\n" in md
     )

@@ -113,9 +113,9 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     rows = {r[2]: r[0] for r in result_table(group, show_spread=False).rows}  # precision: framework
     assert rows == {"fp32": f"torch {REUSED}", "amp": "torch"}
     (claim,) = [f.text for f in analysis.findings if "amp" in f.text and "2.00×" in f.text]
-    # compared across sittings only with a caveat naming the reused run
+    # compared across sweeps only with a caveat naming the reused run
     assert (
-        "Caveat: these runs were measured in different sittings (first to last start: under 1 min); reused "
+        "Caveat: these runs were measured in different sweeps (first to last start: under 1 min); reused "
         f"from an earlier sweep (resume=true): torch fp32 (run {fp32[:8]})" in claim
     )
     assert any("reused" in p for p in findings_block(analysis).paragraphs)
@@ -131,7 +131,7 @@ def test_a_resumed_sweep_reports_its_reused_runs_and_says_so(tmp_path: Path):
     ("ms", "text"),
     [(20_000, "under 1 min"), (26 * 60_000, "26 min"), (5 * 3_600_000, "5 h"), (9 * 86_400_000, "9 days")],
 )
-def test_the_sittings_caveat_says_how_far_apart_they_were(ms, text):
+def test_the_sweeps_caveat_says_how_far_apart_they_were(ms, text):
     assert span_text(ms) == text
 
 

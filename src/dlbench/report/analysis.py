@@ -419,19 +419,20 @@ def host_note(compared: list[JobRow], jobs: list[JobRow]) -> str:
 
 
 def caveat(compared: list[JobRow]) -> str:
-    """A sentence for a finding whose runs were measured in different sittings (a run reused by resume=true
-    comes from an earlier sweep: another time, maybe another load): it names the reused runs."""
+    """A sentence for a finding whose runs were measured in different sweeps (one framework a sweep, or a run
+    reused by resume=true from an earlier one: another time, maybe another load): it says how far apart they
+    started and names the reused runs."""
     if len({j.sitting for j in compared}) < 2:
         return ""
     reused = [f"{j.framework} {j.precision} (run {j.run_id[:8]})" for j in compared if j.reused]
     which = f"; reused from an earlier sweep (resume=true): {_join(reused)}" if reused else ""
     starts = [j.start_ms for j in compared]
     span = f" (first to last start: {span_text(max(starts) - min(starts))})"
-    return f" Caveat: these runs were measured in different sittings{span}{which}, so load may differ."
+    return f" Caveat: these runs were measured in different sweeps{span}{which}, so load may differ."
 
 
 def span_text(ms: int) -> str:
-    """How far apart the sittings were, so a reader can weigh the caveat: sweeps run back to back on one
+    """How far apart the sweeps started, so a reader can weigh the caveat: sweeps run back to back on one
     machine minutes apart differ less than runs reused from last week."""
     minutes = ms / 60_000
     if minutes < 1:
