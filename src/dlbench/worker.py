@@ -55,8 +55,14 @@ def is_oom(exc: BaseException) -> bool:
 
 def oom_fix(job: JobConfig) -> str:
     """What an out-of-memory failure's one line leads with: the batch that did not fit and the setting that
-    shrinks it (per device; the framework's own words follow, for where it ran out)."""
-    return f"out of memory at schedule.batch_size={job.batch_size}: lower it"
+    shrinks it (per device; serving's largest step under LoadGen; the framework's own words follow, for
+    where it ran out)."""
+    key, batch = (
+        ("serve.max_batch", job.serve.max_batch)
+        if job.mode == "serve"
+        else ("schedule.batch_size", job.batch_size)
+    )
+    return f"out of memory at {key}={batch}: lower it"
 
 
 def _die_with_parent() -> None:
