@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Store Z41, command 6: JAX SSD300 training at fp32, batch 128, with XLA's memory pool taken whole at start
+# Store Z41, command 6: call4 (JAX SSD300 training at fp32, batch 128) with XLA's memory pool taken whole at start
 # (XLA_PYTHON_CLIENT_PREALLOCATE=true, JAX's own default, which dlbench and its yardsticks turn off so that the
 # GPU's memory reading shows what a job used), the harness job then its Flax loop. Without it both ran out of
 # memory on an 80-GB card (call4, call5) with under 1% of XLA's pool in use, asking for one 34-GiB block. The
@@ -7,11 +7,5 @@
 # free, and they count against the cap, so a block that large finds no room though the memory is idle (on an
 # H200 the GPU read 108,574 MiB in use under this job, about the whole 75% cap); one region taken at start has
 # no such seams.
-. results/h200/commands_z24/lib.sh
-wheels || exit 1
 export XLA_PYTHON_CLIENT_PREALLOCATE=true
-fresh ssd_jax_fp32_prealloc 120 +experiment=frameworks_gpu execution=compiled mode=train model=ssd300 \
-  precision=fp32 framework=jax
-bare 100 python3 yardsticks/bare_jax_ssd300.py --device cuda --precision fp32 --mode train --batch 128 --steps 10 \
-  --windows 5 --min-window-s 2
-finish
+TAG=_prealloc . results/h200/commands_z41/call4.sh
