@@ -32,13 +32,14 @@ tf_install() {
 }
 bare() {  # bare CAP PY SCRIPT ARGS...: BARE lines to bare.jsonl
   local c; c=$(cap "$1"); shift; [ "$c" -ge 10 ] || { echo "SKIP $*"; return; }; stamp "bare $* (cap $c s)"
+  local seen; seen=$(cat "$W/logs/bare.err" 2>/dev/null | wc -l)  # earlier loops' lines, left out of a failure's line
   timeout "$c" "$@" 2>>"$W/logs/bare.err" | grep "^BARE " | tee -a "$W/bare.jsonl" | python3 -c "
 import sys,json
 for l in sys.stdin:
     d=json.loads(l[5:]); r=d.get('throughput', d.get('samples_per_s'))
     print('BARE', d.get('precision'), d.get('mode'), d.get('compile'), round(r,1), d.get('p05'), d.get('p95'))"
   local rc=${PIPESTATUS[0]}  # a loop that fails or runs out of time prints no BARE line: say so, with its last error line
-  [ "$rc" -eq 0 ] || echo "BARE FAILED rc=$rc: $(grep -v '^W0000\|^I0000\|^ *$' "$W/logs/bare.err" | tail -1 | cut -c1-200)"
+  [ "$rc" -eq 0 ] || echo "BARE FAILED rc=$rc: $(tail -n +$((seen + 1)) "$W/logs/bare.err" | grep -v '^W0000\|^I0000\|^ *$' | tail -1 | cut -c1-200)"
 }
 sweep() {  # sweep NAME CAP OVERRIDES...: SIGINT at the cap (finished jobs are kept; resume=true reuses them)
   local name=$1 c; c=$(cap "$2"); shift 2; [ "$c" -ge 10 ] || { echo "SKIP $name"; return; }; stamp "sweep $name (cap $c s)"
