@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Store Z41, shared by call1-call3 and call7: SSD300 training at batch 128 and precision $P, compiled against
-# compiled: the torch.compile harness job and its compiled plain loop, then the JAX (jax.jit) job and its Flax loop, each
-# loop timed in windows of at least 2 s, as the harness's (--min-window-s 2). One precision a process. REVERSED=1
-# runs the other order; TAG, if set, suffixes the sweeps' names.
+# compiled: the torch.compile harness job and its compiled plain loop, then the JAX (jax.jit) job and its Flax
+# loop, each loop timed in windows of at least 2 s, as the harness's (--min-window-s 2). One precision a process.
+# REVERSED=1 runs the other order; TAG, if set, suffixes the sweeps' names.
 . results/h200/commands_z24/lib.sh
 wheels || exit 1
 E=(+experiment=frameworks_gpu execution=compiled mode=train model=ssd300 "precision=$P")
