@@ -21,6 +21,7 @@ from typing import Any
 
 from dlbench import events
 from dlbench.backends.base import BACKENDS
+from dlbench.backends.jax.environment import PREALLOCATE
 from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
@@ -56,13 +57,19 @@ def is_oom(exc: BaseException) -> bool:
 def oom_fix(job: JobConfig) -> str:
     """What an out-of-memory failure's one line leads with: the batch that did not fit and the setting that
     shrinks it (per device; serving's largest step under LoadGen; the framework's own words follow, for
-    where it ran out)."""
+    where it ran out). A JAX job whose XLA pool grows on demand (the worker's default, see
+    backends/jax/environment.py) is also offered the pool taken whole at start: a grown pool keeps every
+    region it took, so one large block can find no room however little is in use (SSD300 at fp32, batch 128,
+    on an 80-GB GPU: out of memory growing, trained when taken whole)."""
     key, batch = (
         ("serve.max_batch", job.serve.max_batch)
         if job.mode == "serve"
         else ("schedule.batch_size", job.batch_size)
     )
-    return f"out of memory at {key}={batch}: lower it"
+    line = f"out of memory at {key}={batch}: lower it"
+    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "").lower() == "false":
+        line += f", or set {PREALLOCATE}=true (XLA's growing pool can leave no room for one large block)"
+    return line
 
 
 def _die_with_parent() -> None:

@@ -23,6 +23,18 @@ def test_the_fix_names_the_batch_that_did_not_fit(plain, fix):
 
 
 @pytest.mark.parametrize(
+    ("framework", "pool", "offered"),
+    [("jax", "false", True), ("jax", "true", False), ("torch", "false", False)],
+)
+def test_a_jax_job_on_a_growing_pool_is_offered_the_pool_taken_whole(monkeypatch, framework, pool, offered):
+    """A grown XLA pool keeps its regions: one large block can find no room though little is in use."""
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", pool)
+    line = oom_fix(JobConfig.from_dict({"framework": {"name": framework}, "schedule": {"batch_size": 128}}))
+    assert line.startswith("out of memory at schedule.batch_size=128: lower it")
+    assert ("XLA_PYTHON_CLIENT_PREALLOCATE=true" in line) is offered
+
+
+@pytest.mark.parametrize(
     ("exc", "oom"),
     [
         (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
