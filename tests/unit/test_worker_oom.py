@@ -24,7 +24,7 @@ def test_the_fix_names_the_batch_that_did_not_fit(plain, fix):
 
 @pytest.mark.parametrize(
     ("framework", "pool", "offered"),
-    [("jax", "false", True), ("jax", "true", False), ("torch", "false", False)],
+    [("jax", "false", True), ("jax", "0", True), ("jax", "true", False), ("torch", "false", False)],
 )
 def test_a_jax_job_on_a_growing_pool_is_offered_the_pool_taken_whole(monkeypatch, framework, pool, offered):
     """A grown XLA pool keeps its regions: one large block can find no room though little is in use."""
