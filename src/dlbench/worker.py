@@ -67,7 +67,11 @@ def oom_fix(job: JobConfig) -> str:
         else ("schedule.batch_size", job.batch_size)
     )
     line = f"out of memory at {key}={batch}: lower it"
-    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "").lower() in ("false", "0"):
+    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "") in (
+        "false",
+        "False",
+        "0",
+    ):  # as XLA reads it
         line += f", or set {PREALLOCATE}=true (XLA's growing pool can leave no room for one large block)"
     return line
 
