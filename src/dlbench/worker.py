@@ -54,6 +54,9 @@ def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or any(m in text for m in _OOM_MARKERS)
 
 
+_GROWS = ("false", "False", "0")  # the values of PREALLOCATE jaxlib's xla_client reads as "grow the pool"
+
+
 def oom_fix(job: JobConfig) -> str:
     """What an out-of-memory failure's one line leads with: the batch that did not fit and the setting that
     shrinks it (per device; serving's largest step under LoadGen; the framework's own words follow, for
@@ -67,11 +70,7 @@ def oom_fix(job: JobConfig) -> str:
         else ("schedule.batch_size", job.batch_size)
     )
     line = f"out of memory at {key}={batch}: lower it"
-    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "") in (
-        "false",
-        "False",
-        "0",
-    ):  # as XLA reads it
+    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "") in _GROWS:
         line += f", or set {PREALLOCATE}=true (XLA's growing pool can leave no room for one large block)"
     return line
 
