@@ -21,11 +21,11 @@ from typing import Any
 
 from dlbench import events
 from dlbench.backends.base import BACKENDS
-from dlbench.backends.jax.environment import PREALLOCATE
 from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
+    from dlbench.backends.jax.environment import PREALLOCATE  # its package's __init__ needs numpy
     from dlbench.backends.threads import ONE_PROCESS_FRAMEWORKS, apply_threads, rank_threads, worker_env
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
