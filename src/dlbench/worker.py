@@ -25,8 +25,13 @@ from dlbench.errors import BackendUnavailable
 
 try:  # the job machinery needs numpy: an interpreter without it must still answer in one line
     from dlbench.backends.base import load_backend
-    from dlbench.backends.jax.environment import PREALLOCATE  # its package's __init__ needs numpy
-    from dlbench.backends.threads import ONE_PROCESS_FRAMEWORKS, apply_threads, rank_threads, worker_env
+    from dlbench.backends.threads import (
+        ONE_PROCESS_FRAMEWORKS,
+        apply_threads,
+        oom_hint,
+        rank_threads,
+        worker_env,
+    )
     from dlbench.config import JobConfig
     from dlbench.converge import run_epochs
     from dlbench.data.registry import data_format
@@ -54,25 +59,18 @@ def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or any(m in text for m in _OOM_MARKERS)
 
 
-_GROWS = ("false", "False", "0")  # the values of PREALLOCATE jaxlib's xla_client reads as "grow the pool"
-
-
 def oom_fix(job: JobConfig) -> str:
     """What an out-of-memory failure's one line leads with: the batch that did not fit and the setting that
     shrinks it (per device; serving's largest step under LoadGen; the framework's own words follow, for
-    where it ran out). A JAX job whose XLA pool grows on demand (the worker's default, see
-    backends/jax/environment.py) is also offered the pool taken whole at start: a grown pool keeps every
-    region it took, so one large block can find no room however little is in use (SSD300 at fp32, batch 128,
-    on an 80-GB GPU: out of memory growing, trained when taken whole)."""
+    where it ran out). The framework's `environment` module may offer a setting of its own after it
+    (JAX: the XLA pool taken whole at start, backends/jax/environment.oom_hint)."""
     key, batch = (
         ("serve.max_batch", job.serve.max_batch)
         if job.mode == "serve"
         else ("schedule.batch_size", job.batch_size)
     )
-    line = f"out of memory at {key}={batch}: lower it"
-    if job.framework.name == "jax" and os.environ.get(PREALLOCATE, "") in _GROWS:
-        line += f", or set {PREALLOCATE}=true (XLA's growing pool can leave no room for one large block)"
-    return line
+    hint = oom_hint(job.framework.name)
+    return f"out of memory at {key}={batch}: lower it" + (f", {hint}" if hint else "")
 
 
 def _die_with_parent() -> None:

@@ -2,7 +2,7 @@
 
 `threads=null` means the CPUs in the worker's affinity mask. Each framework's `threads` module says
 what must be in the environment before its import (`env`) and applies/reads back the count after
-(`apply`); a framework's `environment` module adds other settings its import reads (`worker_env`). This module imports no framework: the supervisor uses it to build the worker's environment.
+(`apply`); a framework's `environment` module adds other settings its import reads (`worker_env`), and may name one of them for an out-of-memory line (`oom_hint`). This module imports no framework: the supervisor uses it to build the worker's environment.
 """
 
 from __future__ import annotations
@@ -53,10 +53,23 @@ def worker_env(framework: str, threads: int | None, devices: int = 1) -> dict[st
     module asks for before its import (JAX: no up-front GPU memory reservation, and for devices>1 that
     many host devices on the CPU)."""
     out = thread_env(framework, threads)
+    module = _environment(framework)
+    return out | module.env(devices) if module else out
+
+
+def oom_hint(framework: str) -> str:
+    """What a framework's `environment` module adds to an out-of-memory line about the settings it made
+    ("" when it has none to offer)."""
+    module = _environment(framework)
+    return module.oom_hint() if module and hasattr(module, "oom_hint") else ""
+
+
+def _environment(framework: str):
+    """The framework's `environment` module (settings its import reads), or None where it has none."""
     name = f"dlbench.backends.{PACKAGES.get(framework, '')}.environment"
     if framework in PACKAGES and importlib.util.find_spec(name) is not None:
-        out |= importlib.import_module(name).env(devices)
-    return out
+        return importlib.import_module(name)
+    return None
 
 
 def apply_threads(framework: str, threads: int | None) -> dict[str, int]:
