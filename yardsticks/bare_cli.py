@@ -21,7 +21,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import kernel_table
 
 CHOICES = {"precision": ("fp32", "tf32", "amp", "bf16"), "mode": ("train", "infer")}
 
@@ -44,6 +47,15 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int, warmup_help: str)
     )
     p.add_argument("--seed", type=int, default=0)
     return p
+
+
+def profile_flag(p: argparse.ArgumentParser) -> None:
+    """--profile, for the frameworks whose common module hands `measure` a profiler (torch, JAX)."""
+    p.add_argument(
+        "--profile", default=None, metavar="DIR",
+        help="after the timed windows, record one more window of --steps steps (never timed) with the "
+        "framework's profiler under DIR/<precision>_<mode>/ and print where its GPU time went (kernel_table.py)",
+    )  # fmt: skip
 
 
 def parse(p: argparse.ArgumentParser) -> argparse.Namespace:
@@ -112,11 +124,13 @@ def measure(
     a: argparse.Namespace,
     sync: Callable[[Any], object],
     clock: Callable[[], contextlib.AbstractContextManager[Callable[[], float]]] = host_clock,
+    profiler: Callable[[Path], contextlib.AbstractContextManager[object]] | None = None,
 ) -> tuple[list[float], Any]:
     """Warm-up, then `windows` windows of `steps` steps (stretched by --min-window-s), the device synchronized
     only at window edges: `sync` of the last step's outputs closes each (JAX blocks on them, TensorFlow drains
-    its devices) inside `clock` (the wall clock; PyTorch's CUDA events). `step` returns (units done, its
-    outputs). Returns (units/s per window, the last outputs)."""
+    its devices) inside `clock` (the wall clock; PyTorch's CUDA events); with --profile, one more window
+    inside `profiler(folder)`, after the timed ones so that the profiler's cost touches no figure. `step`
+    returns (units done, its outputs). Returns (units/s per window, the last outputs)."""
     out = None
 
     def window() -> tuple[int, float]:
@@ -137,7 +151,30 @@ def measure(
     for _ in range(a.windows):
         units, seconds = window()
         rates.append(units / seconds)
+    if getattr(a, "profile", None) and profiler is not None:
+        profile_window(a, window, profiler)
     return rates, out
+
+
+def profile_window(
+    a: argparse.Namespace,
+    window: Callable[[], object],
+    profiler: Callable[[Path], contextlib.AbstractContextManager[object]],
+) -> None:
+    """One window of --steps steps inside the profiler, writing under --profile's DIR/<precision>_<mode>/; its
+    GPU time by category and top kernels to stderr, the summary to profile.json beside the trace."""
+    folder = Path(a.profile) / f"{a.precision}_{a.mode}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with profiler(folder):
+        window()
+    try:
+        summary = kernel_table.profile(folder, a.steps)
+    except FileNotFoundError as exc:
+        print(f"--profile: {exc}", file=sys.stderr)
+        return
+    (folder / "profile.json").write_text(json.dumps(summary, indent=1))
+    print(f"profile of {a.precision} {a.mode}, {a.steps} steps:", file=sys.stderr)
+    kernel_table.print_table(summary)
 
 
 def report(a: argparse.Namespace, rates: list[float], loss: Any, facts: dict[str, Any]) -> int:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import math
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import bare_cli
 import torch
@@ -25,6 +28,7 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.Argum
     p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
     p.add_argument("--compile", action="store_true")
     p.add_argument("--compile-mode", default="default")
+    bare_cli.profile_flag(p)
     return p
 
 
@@ -101,7 +105,22 @@ def param_count(model: torch.nn.Module) -> int:
 def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
     """bare_cli.measure, each window timed by `_clock(dev)`. `step` returns (units done, loss or None).
     Returns (units/s per window, last loss)."""
-    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev))
+    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev), _profiler)
+
+
+@contextlib.contextmanager
+def _profiler(folder: Path) -> Iterator[None]:
+    """torch.profiler over the block (host and, on a GPU, CUDA activity), its trace kept as trace.json.gz."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        yield
+    raw = folder / "trace.json"
+    prof.export_chrome_trace(str(raw))
+    with raw.open("rb") as src, gzip.open(folder / "trace.json.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    raw.unlink()
 
 
 def _clock(dev: torch.device) -> contextlib.AbstractContextManager[Callable[[], float]]:

@@ -49,6 +49,7 @@ def parser(doc: str, *, warmup: int, steps: int, windows: int) -> argparse.Argum
         "--prng", default="rbg", choices=("rbg", "threefry2x32"),
         help="the training step's PRNG implementation (dropout masks): rbg as dlbench (default)",
     )  # fmt: skip
+    bare_cli.profile_flag(p)
     return p
 
 
@@ -147,7 +148,9 @@ def param_count(params: Any) -> int:
 def measure(step: Callable[[], tuple[int, Any]], a: argparse.Namespace) -> tuple[list[float], Any]:
     """bare_cli.measure, the windows' edges block_until_ready on the last step's outputs (which depend on every
     earlier step). `step` returns (units done, its outputs). Returns (units/s per window, last outputs)."""
-    return bare_cli.measure(step, a, jax.block_until_ready)
+    return bare_cli.measure(
+        step, a, jax.block_until_ready, profiler=lambda folder: jax.profiler.trace(str(folder))
+    )
 
 
 def report(a: argparse.Namespace, prec: Precision, rates: list[float], loss, **facts) -> int:

@@ -7,7 +7,8 @@ tf.profiler, then parses the written XSpace (``*.xplane.pb``) with the protobuf 
 tensorboard needed) and prints one ``PROFILE {json}`` line plus a short table:
 
 * GPU planes: kernel time by kernel name and by category, GPU busy time (union of kernel intervals) per
-  step against wall time per step.
+  step against wall time per step (kernel_table.py: the categories the torch and JAX yardsticks' --profile
+  tables use).
 * Host plane: TF op / executor events by name and by op type, host thread busy time.
 
     python yardsticks/profile_tf_step.py            # graph mode (tf.function)
@@ -27,6 +28,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from kernel_table import DERIVED_LINES, summarize, union_ns
+
 XPLANE_MODULES = (
     "tensorflow.tsl.profiler.protobuf.xplane_pb2",  # TF 2.21 wheels
     "tsl.profiler.protobuf.xplane_pb2",
@@ -34,53 +37,6 @@ XPLANE_MODULES = (
     "tensorflow.core.profiler.protobuf.xplane_pb2",
     "tensorboard_plugin_profile.protobuf.xplane_pb2",
 )
-
-# Lines of a GPU plane that the profiler derives from other lines: never kernels, never counted.
-DERIVED_LINES = {
-    "steps",
-    "xla modules",
-    "xla ops",
-    "xla tracemes",
-    "tensorflow ops",
-    "tensorflow name scope",
-    "framework ops",
-    "framework name scope",
-    "source code",
-    "launch stats",
-}
-
-CONV = ("conv", "cudnn", "implicit_gemm", "implicit", "fprop", "dgrad", "wgrad", "winograd", "fft")
-LAYOUT = ("transpose", "tonhwc", "tonchw", "layout", "swizzle", "swapdimension", "shuffleintensor")
-ELEMENTWISE = ("elementwise", "eigen", "relu", "add", "mul", "cast", "bias", "scalar", "tensorexecutor")
-REDUCE = ("reduce", "reduction")
-
-
-def categorize(kernel: str) -> str:
-    """A GPU kernel's category, from its name (first match wins; the order matters)."""
-    k = kernel.lower()
-    if "bn_fw" in k or "bn_bw" in k or "batch_norm" in k or "batchnorm" in k or k.startswith("bn_"):
-        return "batch norm"
-    if "memcpy" in k or "memset" in k:
-        return "copies"
-    if any(p in k for p in LAYOUT):
-        return "layout transpose"
-    if "fusion" in k:  # XLA-generated kernels: loop_*_fusion, input_reduce_fusion, triton_gemm_*_fusion
-        return "matmul" if "gemm" in k or "triton" in k else "xla fusion"
-    kc = k.replace("convert", "")
-    if any(p in kc for p in CONV):
-        return "convolution"
-    if "gemm" in k or "cublas" in k:
-        return "matmul"
-    if any(p in k for p in ("xmma", "sm90", "sm80", "cutlass")):
-        return "convolution"
-    if any(p in k for p in REDUCE):  # TF's Row/Column/BlockReduceKernel: e.g. unfused batch-norm moments
-        return "reduction"
-    if any(p in k for p in ELEMENTWISE):
-        return "elementwise"
-    if "nchw" in k or "nhwc" in k:
-        return "layout transpose"
-    return "other"
-
 
 # ----------------------------------------------------------------------------------------------- model
 
@@ -182,16 +138,6 @@ def load_xplane_module():
     return None, "; ".join(errors)
 
 
-def union_ns(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for s, e in sorted(intervals):
-        if e <= end:
-            continue
-        total += e - max(s, end)
-        end = e
-    return total
-
-
 def events(plane, lines):
     """(name, display name, start_ns, dur_ns, occurrences) for every event of the given lines of a plane.
 
@@ -210,36 +156,17 @@ def events(plane, lines):
 
 
 def gpu_summary(plane, steps: int) -> dict:
+    """kernel_table.summarize over the plane's stream lines (every line not derived from them, if none is
+    named a stream), with the plane's name and each line's event count."""
     lines = [ln for ln in plane.lines if (ln.display_name or ln.name).lower() not in DERIVED_LINES]
     streams = [ln for ln in lines if (ln.display_name or ln.name).lower().startswith("stream")]
     if streams:
         lines = streams
-    by_name: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-    intervals, line_counts = [], {}
-    for ln in lines:
-        line_counts[ln.display_name or ln.name] = len(ln.events)
-    for _, name, start, dur, n in events(plane, lines):
-        by_name[name][0] += dur
-        by_name[name][1] += n
-        if start is not None:
-            intervals.append((start, start + dur))
-    by_cat: dict[str, float] = defaultdict(float)
-    for name, (dur, _) in by_name.items():
-        by_cat[categorize(name)] += dur
-    ms = 1e-6 / steps
-    kernels = sorted(by_name.items(), key=lambda kv: -kv[1][0])
-    n_all = sum(c for _, c in by_name.values())
-    n_copies = sum(c for k, (_, c) in by_name.items() if categorize(k) == "copies")
+    found = ((shown, start, dur, n) for _, shown, start, dur, n in events(plane, lines))
     return {
         "plane": plane.name,
-        "lines": line_counts,
-        "busy_ms_per_step": union_ns(intervals) * ms,
-        "kernel_sum_ms_per_step": sum(d for d, _ in by_name.values()) * ms,
-        "kernels_per_step": (n_all - n_copies) / steps,
-        "events_per_step": n_all / steps,
-        "span_ms": (max(e for _, e in intervals) - min(s for s, _ in intervals)) * 1e-6 if intervals else 0.0,
-        "by_category": {k: round(v * ms, 3) for k, v in sorted(by_cat.items(), key=lambda kv: -kv[1])},
-        "kernels": [[k, round(d * ms, 4), round(c / steps, 2), categorize(k)] for k, (d, c) in kernels],
+        "lines": {ln.display_name or ln.name: len(ln.events) for ln in lines},
+        **summarize(found, steps),
     }
 
 

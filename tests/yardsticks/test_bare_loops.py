@@ -4,6 +4,7 @@ one, or the harness would be compared with a different model), train or infer, a
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -166,3 +167,16 @@ def test_transformer_masks_every_batch_unless_told_auto():
         rc, r, err = bare("bare_transformer.py", *TINY, *fixed, *(["--mask", mask] if mask == "auto" else []))
         assert rc == 0, err[-3000:]
         assert r["mask"] == mask and math.isfinite(r["loss_last"])
+
+
+def test_profile_records_one_window_after_the_timed_ones(tmp_path: Path) -> None:
+    """--profile: the timed windows as without it, then one window under torch.profiler, its trace and its
+    kernel summary written under DIR/<precision>_<mode>/ (a CPU run: host ops, no GPU kernels)."""
+    rc, r, err = bare("bare_ncf.py", *TINY, "--batch", "1000", "--profile", str(tmp_path))
+    assert rc == 0, err[-3000:]
+    assert len(r["all"]) == 2 and r["profile"] == str(tmp_path)
+    summary = json.loads((tmp_path / "fp32_train" / "profile.json").read_text())
+    assert summary["steps"] == 1 and summary["kernels"] == [] and "no GPU kernels" in err
+    with gzip.open(summary["trace"], "rt") as f:
+        names = {e.get("name", "") for e in json.load(f)["traceEvents"]}
+    assert any(n.startswith("aten::embedding") for n in names), sorted(names)[:20]

@@ -8,6 +8,7 @@ outputs (and the Transformer its greedy decoding) on one set of random weights."
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import math
 import os
@@ -313,6 +314,20 @@ def test_vgg16_trains_and_infers(precision, mode):
                  "--warmup", "0", "--steps", "1")  # fmt: skip
     check_lines(lines, [(precision, mode)], jit=True, params=134_301_514)  # 10 classes
     assert all(r["model"] == "vgg16" and r["batch"] == 2 and r["unit"] == "img/s" for r in lines)
+
+
+def test_profile_records_one_window_after_the_timed_ones(tmp_path: Path) -> None:
+    """--profile: the timed windows as without it, then one window under jax.profiler.trace, its trace and its
+    kernel summary written under DIR/<precision>_<mode>/ (a CPU run: the host's jitted calls, no GPU kernels)."""
+    tiny = ["--batch", "1000", "--users", "500", "--items", "300", "--precision", "fp32"]
+    (r,) = bare("bare_jax_ncf.py", *tiny, "--profile", str(tmp_path))
+    assert len(r["all"]) == 2 and r["profile"] == str(tmp_path)
+    summary = json.loads((tmp_path / "fp32_train" / "profile.json").read_text())
+    assert summary["steps"] == 2 and summary["kernels"] == []
+    assert Path(summary["trace"]).is_relative_to(tmp_path / "fp32_train" / "plugins" / "profile")
+    with gzip.open(summary["trace"], "rt") as f:
+        names = {e.get("name", "") for e in json.load(f)["traceEvents"]}
+    assert any(n.startswith("PjitFunction") for n in names), sorted(names)[:20]
 
 
 def test_ssd300_trains():

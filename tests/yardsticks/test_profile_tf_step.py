@@ -67,36 +67,6 @@ def test_profile_tf_step_cpu(tmp_path: Path, xla: bool) -> None:
     assert (tmp_path / "xplane_path.txt").read_text().strip() == s["xplane_path"]
 
 
-@pytest.mark.parametrize(
-    ("kernel", "category"),
-    [
-        ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64", "convolution"),
-        ("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true>", "layout transpose"),
-        (
-            "void tensorflow::functor::SwapDimension1And2InTensor3UsingTiles<unsigned int, 256, 32>",
-            "layout transpose",
-        ),
-        ("void cudnn::bn_fw_tr_1C11_singleread_spec<__half, float>", "batch norm"),
-        ("void tensorflow::BiasNHWCKernel<Eigen::half>(int, Eigen::half const*)", "elementwise"),
-        ("void tensorflow::functor::ColumnReduceKernel<float const*, float*, cub::Sum>", "reduction"),
-        ("input_convert_reduce_fusion_3", "xla fusion"),
-        ("loop_add_fusion", "xla fusion"),
-        ("triton_gemm_dot_fusion_1", "matmul"),
-        ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64", "matmul"),
-        ("Memcpy HtoD (Pageable to Device)", "copies"),
-        ("void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<...scalar_max_op...>>", "elementwise"),
-        ("redzone_checker", "other"),
-    ],
-)
-def test_categorize(kernel: str, category: str) -> None:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        from profile_tf_step import categorize
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    assert categorize(kernel) == category
-
-
 def test_gpu_plane_summary() -> None:
     """The GPU-plane arithmetic on a hand-made XSpace: kernels summed by name over streams, busy time as the
     union of their intervals, derived lines left out, everything per step."""
