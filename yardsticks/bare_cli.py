@@ -162,17 +162,21 @@ def profile_window(
     profiler: Callable[[Path], contextlib.AbstractContextManager[object]],
 ) -> None:
     """One window of --steps steps inside the profiler, writing under --profile's DIR/<precision>_<mode>/; its
-    GPU time by category and top kernels to stderr, the summary to profile.json beside the trace."""
+    GPU time by category and top kernels to stderr, the summary to profile.json beside the trace. The profile
+    is an extra: whatever it raises becomes one line, and the timed windows' figures are still reported."""
     folder = Path(a.profile) / f"{a.precision}_{a.mode}"
-    folder.mkdir(parents=True, exist_ok=True)
-    with profiler(folder):
-        window()
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with profiler(folder):
+            window()
         summary = kernel_table.profile(folder, a.steps)
-    except FileNotFoundError as exc:
-        print(f"--profile: {exc}", file=sys.stderr)
+        (folder / "profile.json").write_text(json.dumps(summary, indent=1))
+    except Exception as exc:  # noqa: BLE001 - a failed profile must not cost the timed figures
+        print(
+            f"--profile {a.profile}: no profile of {a.precision} {a.mode}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
         return
-    (folder / "profile.json").write_text(json.dumps(summary, indent=1))
     print(f"profile of {a.precision} {a.mode}, {a.steps} steps:", file=sys.stderr)
     kernel_table.print_table(summary)
 

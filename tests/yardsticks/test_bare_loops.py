@@ -180,3 +180,15 @@ def test_profile_records_one_window_after_the_timed_ones(tmp_path: Path) -> None
     with gzip.open(summary["trace"], "rt") as f:
         names = {e.get("name", "") for e in json.load(f)["traceEvents"]}
     assert any(n.startswith("aten::embedding") for n in names), sorted(names)[:20]
+
+
+def test_a_failed_profile_costs_one_line_not_the_figures(tmp_path: Path) -> None:
+    """The profile is an extra: when its folder cannot be made, the loop says so in one line and still
+    reports its timed windows."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    rc, r, err = bare("bare_ncf.py", *TINY, "--batch", "1000", "--profile", str(blocker / "prof"))
+    assert rc == 0 and len(r["all"]) == 2 and r["throughput"] > 0
+    (line,) = [x for x in err.splitlines() if x.startswith("--profile ")]
+    assert "no profile of fp32 train: NotADirectoryError" in line
+    assert "Traceback" not in err
