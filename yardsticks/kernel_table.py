@@ -73,6 +73,13 @@ def categorize(kernel: str) -> str:
     return "other"
 
 
+def kernel_lines(names: dict) -> set:
+    """Of a GPU plane's lines (key -> name), those holding its kernels: the stream lines, or every line not
+    derived from them where none is named a stream. XSpace planes and JAX's trace JSON name them alike."""
+    lines = {k for k, name in names.items() if name.lower() not in DERIVED_LINES}
+    return {k for k in lines if names[k].lower().startswith("stream")} or lines
+
+
 def union_ns(intervals: list[tuple[float, float]]) -> float:
     """The length of the union of (start, end) intervals: overlapping kernels on two streams count once."""
     total, end = 0.0, float("-inf")
@@ -141,13 +148,12 @@ def gpu_events(trace: dict) -> list[Event]:
             e["pid"] for e in evs if e.get("name") == "process_name" and "/device:GPU" in e["args"]["name"]
         }
         names = {
-            (e["pid"], e["tid"]): e["args"]["name"].lower()
+            (e["pid"], e["tid"]): e["args"]["name"]
             for e in evs
             if e.get("name") == "thread_name" and e.get("pid") in gpus
         }
-        lines = {k: v for k, v in names.items() if v not in DERIVED_LINES}
-        streams = {k for k, v in lines.items() if v.startswith("stream")} or set(lines)
-        picked = [e for e in done if (e.get("pid"), e.get("tid")) in streams]
+        keep = kernel_lines(names)
+        picked = [e for e in done if (e.get("pid"), e.get("tid")) in keep]
     return [(e["name"], float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, 1) for e in picked]
 
 

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from kernel_table import DERIVED_LINES, summarize, union_ns
+from kernel_table import kernel_lines, summarize, union_ns
 
 XPLANE_MODULES = (
     "tensorflow.tsl.profiler.protobuf.xplane_pb2",  # TF 2.21 wheels
@@ -156,12 +156,10 @@ def events(plane, lines):
 
 
 def gpu_summary(plane, steps: int) -> dict:
-    """kernel_table.summarize over the plane's stream lines (every line not derived from them, if none is
-    named a stream), with the plane's name and each line's event count."""
-    lines = [ln for ln in plane.lines if (ln.display_name or ln.name).lower() not in DERIVED_LINES]
-    streams = [ln for ln in lines if (ln.display_name or ln.name).lower().startswith("stream")]
-    if streams:
-        lines = streams
+    """kernel_table.summarize over the plane's kernel lines (kernel_table.kernel_lines), with the plane's name
+    and each line's event count."""
+    keep = kernel_lines({i: ln.display_name or ln.name for i, ln in enumerate(plane.lines)})
+    lines = [ln for i, ln in enumerate(plane.lines) if i in keep]
     found = ((shown, start, dur, n) for _, shown, start, dur, n in events(plane, lines))
     return {
         "plane": plane.name,
