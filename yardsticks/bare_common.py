@@ -105,12 +105,13 @@ def param_count(model: torch.nn.Module) -> int:
 def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
     """bare_cli.measure, each window timed by `_clock(dev)`. `step` returns (units done, loss or None).
     Returns (units/s per window, last loss)."""
-    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev), _profiler)
+    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev), profiler)
 
 
 @contextlib.contextmanager
-def _profiler(folder: Path) -> Iterator[None]:
-    """torch.profiler over the block (host and, on a GPU, CUDA activity), its trace kept as trace.json.gz."""
+def profiler(folder: Path) -> Iterator[None]:
+    """torch.profiler over the block (host and, on a GPU, CUDA activity), its trace kept as trace.json.gz
+    (bare_cli.profile_window's profiler for every PyTorch yardstick)."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])

@@ -4,11 +4,12 @@ torchvision model, channels_last, one synthetic batch made on the GPU, AMP (auto
 bf16 autocast, SGD with momentum (fused: one kernel, and no host sync for GradScaler's overflow check),
 CUDA events around the timed steps. Prints samples/s. It imports
 nothing from dlbench on purpose: dlbench's own figure for the same job must come within 1% of it, and
-both must run in the same command (same GPU state, same clocks).
+both must run in the same command (same GPU state, same clocks). With --profile DIR, one more repeat runs
+under torch.profiler after the timed ones, and its GPU time by kernel category is printed (kernel_table.py).
 
 Usage: python yardsticks/bare_loop.py [--model resnet50] [--batch 64] [--precision amp|bf16|fp32|tf32]
        [--mode train|infer] [--warmup 20] [--steps 200] [--repeats 3] [--min-window-s 0]
-       [--optimizer fused|foreach]
+       [--optimizer fused|foreach] [--device cuda|cpu] [--profile DIR]
        [--compile [--compile-mode default|reduce-overhead|max-autotune|max-autotune-no-cudagraphs]]
 """
 
@@ -20,6 +21,7 @@ import json
 import statistics
 
 import bare_cli
+import bare_common
 import torch
 import torchvision
 
@@ -43,11 +45,15 @@ def main() -> None:
     p.add_argument("--optimizer", default="fused", choices=["fused", "foreach"])
     p.add_argument("--compile", action="store_true")
     p.add_argument("--compile-mode", default="default")
+    p.add_argument(
+        "--device", default="cuda", choices=["cuda", "cpu"], help="cpu: the same loop, wall-clocked"
+    )
+    bare_cli.profile_flag(p)
     a = p.parse_args()
     if a.min_window_s < 0:
         p.error(f"--min-window-s {a.min_window_s:g}: use seconds >= 0 (0 times --steps as given)")
 
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
     torch.backends.cudnn.benchmark = True
     tf32 = a.precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -63,11 +69,11 @@ def main() -> None:
     if fused:  # torch's fused SGD fills a missing buffer from inf grads on a skipped step: start at zero
         for p_ in model.parameters():
             opt.state[p_]["momentum_buffer"] = torch.zeros_like(p_)
-    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
+    scaler = torch.amp.GradScaler(dev.type) if dtype == torch.float16 else None
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def autocast():
-        return torch.autocast("cuda", dtype=dtype) if dtype else contextlib.nullcontext()
+        return torch.autocast(dev.type, dtype=dtype) if dtype else contextlib.nullcontext()
 
     def step() -> torch.Tensor | None:
         if a.mode == "infer":
@@ -87,7 +93,12 @@ def main() -> None:
         return loss.detach()
 
     def repeat() -> tuple[float, torch.Tensor | None]:
-        """`a.steps` steps between two CUDA events: (seconds, the last loss)."""
+        """`a.steps` steps between two CUDA events (on the CPU, the wall clock): (seconds, the last loss)."""
+        if dev.type == "cpu":
+            with bare_cli.host_clock() as seconds:
+                for _ in range(a.steps):
+                    loss = step()
+            return seconds(), loss
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(a.steps):
@@ -98,12 +109,15 @@ def main() -> None:
 
     for _ in range(a.warmup):
         step()
-    torch.cuda.synchronize()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     bare_cli.stretch(a, lambda: repeat()[0])  # --min-window-s, as every yardstick takes it
     rates = []
     for _ in range(a.repeats):
         seconds, loss = repeat()
         rates.append(a.steps * a.batch / seconds)
+    if a.profile:  # after the timed repeats, so that the profiler's cost touches no figure
+        bare_cli.profile_window(a, repeat, bare_common.profiler)
     result = {**vars(a), "samples_per_s": statistics.median(rates), "all": rates, "torch": torch.__version__}
     result["loss_last"] = None if loss is None else float(loss)  # a NaN here voids the figure
     print("BARE " + json.dumps(result))

@@ -1,6 +1,7 @@
-"""The hand-written yardsticks (yardsticks/bare_ssd300.py, bare_transformer.py, bare_ncf.py) at tiny settings on
-the CPU, each in its own process: they build the full-size network (the parameter count must be the published
-one, or the harness would be compared with a different model), train or infer, and print one BARE line."""
+"""The hand-written PyTorch yardsticks (yardsticks/bare_ssd300.py, bare_transformer.py, bare_ncf.py, and the
+torchvision loop bare_loop.py) at tiny settings on the CPU, each in its own process: they build the full-size
+network (the parameter count must be the published one, or the harness would be compared with a different
+model), train or infer, and print one BARE line."""
 
 from __future__ import annotations
 
@@ -192,3 +193,22 @@ def test_a_failed_profile_costs_one_line_not_the_figures(tmp_path: Path) -> None
     (line,) = [x for x in err.splitlines() if x.startswith("--profile ")]
     assert "no profile of fp32 train: NotADirectoryError" in line
     assert "Traceback" not in err
+
+
+def test_classification_loop_runs_on_the_cpu_and_profiles_one_repeat_after_the_timed_ones(
+    tmp_path: Path,
+) -> None:
+    """bare_loop.py (the torchvision yardstick) on the CPU: its timed repeats as on a GPU, wall-clocked, then
+    with --profile one repeat under torch.profiler, its trace and kernel summary under DIR/<precision>_<mode>/."""
+    args = ["--device", "cpu", "--model", "resnet18", "--batch", "2", "--precision", "fp32"]
+    rc, r, err = bare(
+        "bare_loop.py", *args, "--warmup", "1", "--steps", "1", "--repeats", "2", "--profile", str(tmp_path)
+    )
+    assert rc == 0, err[-3000:]
+    assert r["device"] == "cpu" and len(r["all"]) == 2 and r["samples_per_s"] > 0
+    assert math.isfinite(r["loss_last"])
+    summary = json.loads((tmp_path / "fp32_train" / "profile.json").read_text())
+    assert summary["steps"] == 1 and summary["kernels"] == []
+    with gzip.open(summary["trace"], "rt") as f:
+        names = {e.get("name", "") for e in json.load(f)["traceEvents"]}
+    assert "aten::convolution_backward" in names, sorted(names)[:20]
