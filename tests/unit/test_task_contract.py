@@ -82,6 +82,10 @@ def _run(framework: str, task: str, tmp: Path) -> dict:
     }
     env = worker_env(OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", TF_NUM_INTRAOP_THREADS="1",
                      TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")  # fmt: skip
+    # XLA's programs kept on disk for this module: the worker's step is the snippet's fp32 one, compiled
+    # again otherwise (JAX's SSD300 pair took 110 s without, 72 s with, alone on a 2-core machine); no
+    # test here times a step
+    env["JAX_COMPILATION_CACHE_DIR"] = str(tmp / "jax_cache")
     arg = json.dumps({k: j.to_dict() for k, j in jobs.items()})
     # SSD300's graph takes TensorFlow minutes to trace three times on a loaded 2-core machine
     limit = 900 if task == "detection" else 300
