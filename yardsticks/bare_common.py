@@ -103,9 +103,9 @@ def param_count(model: torch.nn.Module) -> int:
 
 
 def measure(step: Callable[[], tuple[int, torch.Tensor | None]], a: argparse.Namespace, dev: torch.device):
-    """bare_cli.measure, each window timed by `_clock(dev)`. `step` returns (units done, loss or None).
+    """bare_cli.measure, each window timed by `clock(dev)`. `step` returns (units done, loss or None).
     Returns (units/s per window, last loss)."""
-    return bare_cli.measure(step, a, lambda _: None, lambda: _clock(dev), profiler)
+    return bare_cli.measure(step, a, lambda _: None, lambda: clock(dev), profiler)
 
 
 @contextlib.contextmanager
@@ -124,7 +124,7 @@ def profiler(folder: Path) -> Iterator[None]:
     raw.unlink()
 
 
-def _clock(dev: torch.device) -> contextlib.AbstractContextManager[Callable[[], float]]:
+def clock(dev: torch.device) -> contextlib.AbstractContextManager[Callable[[], float]]:
     """CUDA events on a GPU (what the GPU finished between them), the wall clock on the CPU."""
     return _cuda_clock(dev) if dev.type == "cuda" else bare_cli.host_clock()
 

@@ -94,23 +94,13 @@ def main() -> None:
 
     def repeat() -> tuple[float, torch.Tensor | None]:
         """`a.steps` steps between two CUDA events (on the CPU, the wall clock): (seconds, the last loss)."""
-        if dev.type == "cpu":
-            with bare_cli.host_clock() as seconds:
-                for _ in range(a.steps):
-                    loss = step()
-            return seconds(), loss
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(a.steps):
-            loss = step()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0, loss
+        with bare_common.clock(dev) as seconds:
+            for _ in range(a.steps):
+                loss = step()
+        return seconds(), loss
 
     for _ in range(a.warmup):
         step()
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
     bare_cli.stretch(a, lambda: repeat()[0])  # --min-window-s, as every yardstick takes it
     rates = []
     for _ in range(a.repeats):
